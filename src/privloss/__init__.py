@@ -1,0 +1,37 @@
+"""privloss: tight, never-optimistic differential-privacy accounting.
+
+>>> from privloss import PureDP, BoundedRange, compose
+>>> result = compose([PureDP(0.1, count=10), BoundedRange(0.1, count=10)], target_delta=1e-6)
+
+See ``docs/accounting.md``. Names are imported lazily so that importing one
+submodule (``privloss.bounds.zcdp``, say) does not load the whole library.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "privloss.accounting": (
+        "AccountingResult", "BudgetExceededError", "PrivacyAccountant", "PrivacyFilter",
+        "UnsupportedEventError", "calibrate_epsilon", "calibrate_gaussian_sigma", "compose",
+    ),
+    "privloss.events": (
+        "ApproxDP", "ApproxZCDP", "BoundedRange", "Composed", "ConcentratedDP", "Interaction",
+        "NonPrivate", "NoOp", "PureDP", "ZCDP",
+    ),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'privloss' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -1,0 +1,167 @@
+"""The accountant: evaluate every bound that applies and report the tightest.
+
+Every bound in :mod:`privloss.accounting.candidates` is a valid upper bound
+under its stated assumptions, so the minimum over the applicable ones (all at
+the same target) is valid too (composition.md §9).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from privloss.accounting.candidates import CANDIDATES, Candidate
+from privloss.accounting.profile import Profile, flatten
+from privloss.bounds._numeric import check_nonnegative, check_probability
+from privloss.events import Composed, Event, Interaction
+
+
+@dataclass(frozen=True)
+class BoundResult:
+    """One bound's answer: ``value`` is an epsilon or a delta (None if it does not apply)."""
+
+    name: str
+    theorem: str
+    applies: bool
+    value: float | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class AccountingResult:
+    """The tightest valid answer and every bound's value.
+
+    ``target`` is ``"delta"`` (then ``value`` is the epsilon spent at
+    ``target_value``) or ``"epsilon"`` (then ``value`` is the delta).
+    """
+
+    target: str
+    target_value: float
+    value: float
+    bound: str
+    bounds: tuple[BoundResult, ...] = field(default=())
+
+    @property
+    def epsilon(self) -> float:
+        return self.value if self.target == "delta" else self.target_value
+
+    @property
+    def delta(self) -> float:
+        return self.target_value if self.target == "delta" else self.value
+
+    def to_dict(self) -> dict:
+        """The CLI's ``--json`` object."""
+        measured = "epsilon" if self.target == "delta" else "delta"
+        rows = [{"name": b.name, measured: b.value, "applies": b.applies, "reason": b.reason}
+                for b in self.bounds]
+        return {f"target_{self.target}": self.target_value, measured: self.value,
+                "bound": self.bound, "bounds": rows}
+
+
+def _sorted(rows: list[BoundResult]) -> tuple[BoundResult, ...]:
+    def key(row: BoundResult):
+        return (not row.applies, math.inf if row.value is None else row.value, row.name)
+    return tuple(sorted(rows, key=key))
+
+
+def _evaluate(profile: Profile, interaction: Interaction, target: str, target_value: float,
+              candidates: tuple[Candidate, ...]) -> AccountingResult:
+    if profile.has_non_private:
+        worst = math.inf if target == "delta" else 1.0
+        return AccountingResult(target, target_value, worst, "non-private", ())
+    if profile.is_empty:
+        return AccountingResult(target, target_value, 0.0, "empty", ())
+    rows: list[BoundResult] = []
+    for candidate in candidates:
+        reason = candidate.why_not(profile, interaction)
+        if reason is not None:
+            rows.append(BoundResult(candidate.name, candidate.theorem, False, None, reason))
+            continue
+        compute = candidate.epsilon if target == "delta" else candidate.delta
+        value = float(compute(profile, target_value))
+        if math.isnan(value):       # never let NaN through as an answer
+            value = math.inf if target == "delta" else 1.0
+        rows.append(BoundResult(candidate.name, candidate.theorem, True, value, "applies"))
+    ordered = _sorted(rows)
+    best = next((row for row in ordered if row.applies), None)
+    if best is None:
+        worst = math.inf if target == "delta" else 1.0
+        return AccountingResult(target, target_value, worst, "none", ordered)
+    return AccountingResult(target, target_value, best.value, best.name, ordered)
+
+
+def epsilon_of_profile(profile: Profile, interaction: Interaction, target_delta: float,
+                       candidates: tuple[Candidate, ...] = CANDIDATES) -> AccountingResult:
+    """Tightest valid epsilon of an already flattened profile (used by the filter)."""
+    delta = check_probability("target_delta", target_delta)
+    return _evaluate(profile, Interaction.parse(interaction), "delta", delta, tuple(candidates))
+
+
+class PrivacyAccountant:
+    """Accumulates events and answers with the tightest valid bound.
+
+    Definition: the events are composed under ``interaction``
+    (:class:`~privloss.events.Interaction`; default ``adaptive``, the safe one
+    among the three models of the main document).
+    Guarantee: :meth:`epsilon` returns the minimum, over every bound whose
+    assumptions hold, of that bound's epsilon at the target delta; each bound
+    is a valid upper bound, so the minimum is one too. :meth:`delta` likewise.
+    Runtime: dominated by the exact bounds (O(k) to O(k^2) for k mechanisms;
+    the exact adaptive recursion only for up to six mechanisms).
+    """
+
+    def __init__(self, events=(), *, interaction: Interaction | str = Interaction.ADAPTIVE,
+                 candidates: tuple[Candidate, ...] = CANDIDATES):
+        self._interaction = Interaction.parse(interaction)
+        self._candidates = tuple(candidates)
+        self._profile = Profile.of(events)
+
+    @property
+    def interaction(self) -> Interaction:
+        return self._interaction
+
+    @property
+    def profile(self) -> Profile:
+        return self._profile
+
+    def compose(self, event: Event, count: int = 1) -> "PrivacyAccountant":
+        """Add ``event`` (``count`` times). Validates before changing any state."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"count must be an integer >= 1, got {count!r}")
+        if isinstance(event, Composed):
+            added = flatten((event,) * count)         # keeps the order A, B, A, B
+        else:
+            added = tuple((atom, n * count) for atom, n in flatten(event))
+        self._profile = Profile(self._profile.atoms + added)
+        return self
+
+    def epsilon(self, target_delta: float) -> AccountingResult:
+        """Smallest valid epsilon at ``target_delta`` and the table of all bounds."""
+        delta = check_probability("target_delta", target_delta)
+        return _evaluate(self._profile, self._interaction, "delta", delta, self._candidates)
+
+    def delta(self, target_epsilon: float) -> AccountingResult:
+        """Smallest valid delta at ``target_epsilon`` and the table of all bounds."""
+        epsilon = check_nonnegative("target_epsilon", target_epsilon)
+        return _evaluate(self._profile, self._interaction, "epsilon", epsilon, self._candidates)
+
+    def get_epsilon(self, target_delta: float) -> float:
+        return self.epsilon(target_delta).value
+
+    def get_delta(self, target_epsilon: float) -> float:
+        return self.delta(target_epsilon).value
+
+
+def compose(events, *, target_delta: float | None = None, target_epsilon: float | None = None,
+            interaction: Interaction | str = Interaction.ADAPTIVE) -> AccountingResult:
+    """One-shot accounting: ``compose([PureDP(0.1, count=50)], target_delta=1e-6)``.
+
+    Give exactly one of ``target_delta`` (returns epsilon) or ``target_epsilon``
+    (returns delta).
+    """
+    if (target_delta is None) == (target_epsilon is None):
+        raise ValueError("give exactly one of target_delta or target_epsilon")
+    accountant = PrivacyAccountant(events, interaction=interaction)
+    if target_delta is not None:
+        return accountant.epsilon(target_delta)
+    return accountant.delta(target_epsilon)

@@ -1,0 +1,184 @@
+"""Zero-concentrated DP: composition, conversions from DP/BR/CDP, and the
+simple and tight conversions to (epsilon, delta)-DP (composition.md §1, §7.4)."""
+
+from __future__ import annotations
+
+import math
+
+from scipy.optimize import brentq, minimize_scalar
+
+from privloss.bounds._numeric import (check_epsilon_list, check_nonnegative, check_probability,
+                                      round_up, safe_delta)
+
+
+def zcdp_from_pure_dp(epsilon: float) -> float:
+    """rho = epsilon^2 / 2: epsilon-DP implies rho-zCDP [BS16 Prop. 1.4]."""
+    eps = check_nonnegative("epsilon", epsilon)
+    return round_up(eps * eps / 2.0)
+
+
+def zcdp_from_bounded_range(epsilon: float) -> float:
+    """rho = epsilon^2 / 8: epsilon-BR implies rho-zCDP [CR] Section 3 (via Lemma 2.2
+    and mu_BR <= epsilon^2/8)."""
+    eps = check_nonnegative("epsilon", epsilon)
+    return round_up(eps * eps / 8.0)
+
+
+def zcdp_from_cdp(mu: float, tau: float) -> tuple[float, float]:
+    """(xi, rho) = (mu - tau^2/2, tau^2/2): (mu, tau)-CDP implies zCDP [BS16], [CR] Lemma 2.2.
+
+    xi may be negative (then the Renyi bound xi + rho alpha is still valid, it is
+    only stronger than rho-zCDP); callers that need xi >= 0 clip it at 0.
+    """
+    mu = check_nonnegative("mu", mu)
+    tau = check_nonnegative("tau", tau)
+    rho = tau * tau / 2.0
+    return mu - rho, round_up(rho)
+
+
+def compose_zcdp(rhos, *, xis=None) -> tuple[float, float]:
+    """(sum xi_i, sum rho_i): adaptive (and set-wise) composition of zCDP [BS16 Lemma 2.3]."""
+    rho = check_epsilon_list("rhos", rhos)
+    xi = 0.0 if xis is None else math.fsum(check_epsilon_list("xis", xis))
+    return round_up(xi), round_up(math.fsum(rho))
+
+
+def zcdp_epsilon_simple(rho: float, target_delta: float, *, xi: float = 0.0) -> float:
+    """epsilon = xi + rho + 2 sqrt(rho log(1/delta)).
+
+    Theorem: [BS16] Proposition 1.3 ([CR] Lemma 2.3).
+    Assumptions: (xi, rho)-zCDP (any composition that yields it).
+    Guarantee: valid upper bound; ``inf`` at delta = 0 unless rho = 0.
+    Runtime: O(1).
+    """
+    rho = check_nonnegative("rho", rho)
+    xi = check_nonnegative("xi", xi)
+    delta = check_probability("target_delta", target_delta)
+    if rho == 0:
+        return round_up(xi)
+    if delta == 0:
+        return math.inf
+    if delta >= 1:
+        return 0.0
+    return round_up(xi + rho + 2.0 * math.sqrt(rho * -math.log(delta)))
+
+
+def zcdp_delta_simple(rho: float, epsilon: float, *, xi: float = 0.0) -> float:
+    """delta = exp(-(epsilon - xi - rho)^2 / (4 rho)) for epsilon >= xi + rho, else 1.
+
+    Theorem: inverse of [BS16] Prop. 1.3. Guarantee: valid upper bound. Runtime: O(1).
+    """
+    rho = check_nonnegative("rho", rho)
+    xi = check_nonnegative("xi", xi)
+    eps = check_nonnegative("epsilon", epsilon, allow_inf=True)
+    if rho == 0:
+        return 0.0 if eps >= xi else 1.0
+    if eps <= xi + rho:
+        return 1.0
+    if math.isinf(eps):
+        return 0.0
+    return safe_delta(math.exp(-((eps - xi - rho) ** 2) / (4.0 * rho)))
+
+
+def _log_delta_at_order(alpha: float, rho: float, epsilon: float, xi: float) -> float:
+    """log of exp((a-1)(xi + a rho - eps)) / a * (1 - 1/a)^(a-1); valid for every a > 1."""
+    return ((alpha - 1.0) * (xi + alpha * rho - epsilon) - math.log(alpha)
+            + (alpha - 1.0) * math.log1p(-1.0 / alpha))
+
+
+def zcdp_delta_tight(rho: float, epsilon: float, *, xi: float = 0.0) -> float:
+    """Tight conversion of (xi, rho)-zCDP to delta at ``epsilon``.
+
+    Theorem: [CKS] Proposition 12 / Corollary 13 (= the per-order RDP->DP
+    conversion of Balle et al. 2020): delta = inf_{a>1} e^{(a-1)(xi + a rho - eps)}
+    / a * (1 - 1/a)^{a-1}.
+    Assumptions: (xi, rho)-zCDP.
+    Guarantee: every order a gives a valid bound, so the value at the numerically
+    optimal a (root of xi + (2a-1) rho - eps + log(1 - 1/a) = 0) is valid even if a
+    is slightly off; rounded up, clipped at 1.
+    Runtime: O(log(1/tol)) bisection.
+    """
+    rho = check_nonnegative("rho", rho)
+    xi = check_nonnegative("xi", xi)
+    eps = check_nonnegative("epsilon", epsilon, allow_inf=True)
+    if rho == 0:
+        return 0.0 if eps >= xi else 1.0
+    if math.isinf(eps):
+        return 0.0
+
+    def slope(alpha: float) -> float:
+        return xi + (2.0 * alpha - 1.0) * rho - eps + math.log1p(-1.0 / alpha)
+
+    low, high = 1.0 + 1e-12, max(2.0, (eps - xi + 1.0) / (2.0 * rho) + 2.0)
+    if slope(low) >= 0:
+        alpha = low
+    else:
+        while slope(high) < 0:
+            high *= 2.0
+        alpha = brentq(slope, low, high, xtol=1e-14, rtol=1e-14, maxiter=500)
+    log_delta = _log_delta_at_order(alpha, rho, eps, xi)
+    return 1.0 if log_delta >= 0 else safe_delta(math.exp(log_delta))
+
+
+def _epsilon_at_order(alpha: float, rho: float, log_inv_delta: float, xi: float) -> float:
+    return xi + alpha * rho + (log_inv_delta + (alpha - 1.0) * math.log1p(-1.0 / alpha)
+                               - math.log(alpha)) / (alpha - 1.0)
+
+
+def zcdp_epsilon_tight(rho: float, target_delta: float, *, xi: float = 0.0) -> float:
+    """Tight conversion of (xi, rho)-zCDP to epsilon at ``target_delta``.
+
+    Theorem: [CKS] Corollary 13 in epsilon form: eps = inf_{a>1} [xi + a rho +
+    (log(1/delta) + (a-1) log(1 - 1/a) - log a) / (a - 1)].
+    Assumptions: (xi, rho)-zCDP.
+    Guarantee: the objective at any a > 1 is a valid epsilon, so a bounded
+    scalar minimisation over log(a - 1) returns a valid (near-optimal) value;
+    rounded up; never above the simple conversion.
+    Runtime: O(1) (a few dozen evaluations).
+    """
+    rho = check_nonnegative("rho", rho)
+    xi = check_nonnegative("xi", xi)
+    delta = check_probability("target_delta", target_delta)
+    if rho == 0:
+        return round_up(xi)
+    if delta == 0:
+        return math.inf
+    if delta >= 1:
+        return 0.0
+    log_inv = -math.log(delta)
+
+    def objective(log_a_minus_1: float) -> float:
+        return _epsilon_at_order(1.0 + math.exp(log_a_minus_1), rho, log_inv, xi)
+
+    # the optimum is near a = 1 + sqrt(log(1/delta) / rho); search a wide bracket around it
+    centre = 0.5 * math.log(max(log_inv / rho, 1e-300))
+    result = minimize_scalar(objective, bounds=(centre - 12.0, centre + 12.0), method="bounded",
+                             options={"xatol": 1e-10, "maxiter": 500})
+    best = min(float(result.fun), objective(centre))
+    simple = xi + rho + 2.0 * math.sqrt(rho * log_inv)
+    return round_up(max(xi, min(best, simple)))
+
+
+def zcdp_rho_for(epsilon: float, target_delta: float, *, tolerance: float = 1e-12) -> float:
+    """Largest rho whose tight conversion meets (epsilon, delta) (bisection).
+
+    Guarantee: ``zcdp_delta_tight(result, epsilon) <= target_delta`` (re-checked:
+    the bisection keeps the invariant on the low end and returns it).
+    Runtime: O(log(1/tol)) tight conversions.
+    """
+    eps = check_nonnegative("epsilon", epsilon)
+    delta = check_probability("target_delta", target_delta)
+    if delta >= 1:
+        return math.inf
+    if delta == 0 or eps == 0:
+        return 0.0
+    low, high = 0.0, eps + 1.0
+    while zcdp_delta_tight(high, eps) <= delta:
+        high *= 2.0
+    while high - low > tolerance * max(high, 1e-300):
+        mid = 0.5 * (low + high)
+        if zcdp_delta_tight(mid, eps) <= delta:
+            low = mid
+        else:
+            high = mid
+    return low

@@ -1,0 +1,1 @@
+"""The ``privloss`` command line: one module per command group."""

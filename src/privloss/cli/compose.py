@@ -1,0 +1,108 @@
+"""``privloss compose``: total privacy loss of a mix of mechanisms."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from privloss.accounting import PrivacyAccountant
+from privloss.cli._common import CommandError, print_json
+from privloss.cli._parse import OrderedAppend, delta_value, nonnegative, split_repeat
+from privloss.events import ApproxDP, BoundedRange, Interaction, PureDP, ZCDP
+
+
+def _epsilon_spec(text: str):
+    base, count = split_repeat(text)
+    return nonnegative(base, f"epsilon in {text!r}"), count
+
+
+def _rho_spec(text: str):
+    base, count = split_repeat(text)
+    return nonnegative(base, f"rho in {text!r}"), count
+
+
+def _approx_spec(text: str):
+    base, count = split_repeat(text)
+    eps_text, sep, delta_text = base.partition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected EPS:DELTA[xK], got {text!r}")
+    return (nonnegative(eps_text, f"epsilon in {text!r}"),
+            delta_value(delta_text, f"delta in {text!r}")), count
+
+
+def add_mechanism_flags(parser: argparse.ArgumentParser) -> None:
+    """The mechanism flags shared by commands that compose events."""
+    group = parser.add_argument_group("mechanisms (repeatable, in order of use; 0.1x50 = 50 of 0.1)")
+    group.add_argument("--dp", action=OrderedAppend, kind="dp", type=_epsilon_spec,
+                       metavar="EPS[xK]", help="pure epsilon-DP mechanism(s), e.g. Laplace counts")
+    group.add_argument("--br", action=OrderedAppend, kind="br", type=_epsilon_spec,
+                       metavar="EPS[xK]", help="epsilon-bounded-range mechanism(s), e.g. exponential mechanism")
+    group.add_argument("--zcdp", action=OrderedAppend, kind="zcdp", type=_rho_spec,
+                       metavar="RHO[xK]", help="rho-zCDP mechanism(s), e.g. Gaussian noise")
+    group.add_argument("--approx-dp", action=OrderedAppend, kind="approx-dp", type=_approx_spec,
+                       metavar="EPS:DELTA[xK]", help="(epsilon, delta)-DP mechanism(s)")
+
+
+def events_from_args(args) -> list:
+    events = []
+    for kind, (value, count) in args.mechanisms or ():
+        if kind == "dp":
+            events.append(PureDP(value, count=count))
+        elif kind == "br":
+            events.append(BoundedRange(value, count=count))
+        elif kind == "zcdp":
+            events.append(ZCDP(value, count=count))
+        else:
+            events.append(ApproxDP(value[0], value[1], count=count))
+    return events
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "compose", help="total privacy loss of a mix of mechanisms (tightest valid bound)",
+        description="Evaluate every composition bound that applies and report the tightest.")
+    add_mechanism_flags(parser)
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--delta", type=delta_value, metavar="D",
+                        help="target delta in [0, 1): report the epsilon")
+    target.add_argument("--epsilon", type=lambda t: nonnegative(t, "epsilon"), metavar="E",
+                        help="target epsilon >= 0: report the delta")
+    parser.add_argument("--interaction", default=Interaction.ADAPTIVE.value,
+                        choices=[member.value for member in Interaction],
+                        help="how mechanisms are chosen (default: adaptive, the safe one)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=run, mechanisms=[])
+
+
+def _format(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if math.isinf(value):
+        return "inf"
+    return f"{value:.10g}"
+
+
+def print_table(result) -> None:
+    measured = "epsilon" if result.target == "delta" else "delta"
+    print(f"target {result.target} = {result.target_value:g}; "
+          f"{measured} = {_format(result.value)} (bound: {result.bound})")
+    if not result.bounds:
+        return
+    width = max(len(row.name) for row in result.bounds)
+    print(f"  {'bound':<{width}}  {measured:>16}  note")
+    for row in result.bounds:
+        mark = "*" if row.name == result.bound else " "
+        note = row.theorem if row.applies else f"n/a: {row.reason}"
+        print(f"{mark} {row.name:<{width}}  {_format(row.value):>16}  {note}")
+
+
+def run(args) -> int:
+    accountant = PrivacyAccountant(events_from_args(args), interaction=args.interaction)
+    if accountant.profile.is_empty and not args.mechanisms:
+        raise CommandError("give at least one mechanism: --dp, --br, --zcdp or --approx-dp")
+    result = accountant.epsilon(args.delta) if args.delta is not None else accountant.delta(args.epsilon)
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        print_table(result)
+    return 0
