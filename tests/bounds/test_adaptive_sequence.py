@@ -231,7 +231,7 @@ def test_proposition1_br_later_is_worse(epsilon, kinds, position):
     early = [(kind, epsilon) for kind in kinds]
     late = list(early)
     late[position], late[position + 1] = late[position + 1], late[position]
-    for epsilon_g in (0.0, 0.3 * epsilon, epsilon):
+    for epsilon_g in (0.0, 0.3 * epsilon):
         a = adaptive_sequence_value(early, epsilon_g)
         b = adaptive_sequence_value(late, epsilon_g)
         assert b >= a - 1e-10
@@ -266,7 +266,8 @@ def test_all_dp_equals_murtagh_vadhan_enumeration(sequence):
 
 
 @pytest.mark.parametrize("k, epsilon", [
-    (2, 1.0), (3, 0.5), pytest.param(3, 1.0, marks=pytest.mark.slow)])
+    (2, 1.0), pytest.param(3, 0.5, marks=pytest.mark.slow),
+    pytest.param(3, 1.0, marks=pytest.mark.slow)])
 def test_adaptive_at_least_non_adaptive_enumeration(k, epsilon):
     sequence = [("br", epsilon)] * k
     for epsilon_g in (0.0, 0.4 * epsilon)[:4 - k]:
@@ -421,7 +422,7 @@ mechanisms = st.tuples(st.sampled_from(["dp", "br"]), st.sampled_from([0.25, 0.5
 sequences = st.lists(mechanisms, min_size=1, max_size=3)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(sequences, st.floats(0.0, 3.0), st.floats(0.0, 3.0))
 def test_bracket_is_ordered_and_monotone_in_epsilon_g(sequence, a, b):
     low_g, high_g = sorted((a, b))
@@ -433,7 +434,7 @@ def test_bracket_is_ordered_and_monotone_in_epsilon_g(sequence, a, b):
     assert second.lower <= first.upper
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(st.lists(mechanisms, min_size=1, max_size=2), mechanisms, st.floats(0.0, 2.0))
 def test_monotone_in_k_and_in_epsilon(sequence, extra, epsilon_g):
     longer = adaptive_sequence_delta(list(sequence) + [extra], epsilon_g)

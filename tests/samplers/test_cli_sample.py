@@ -37,7 +37,8 @@ def run(argv):
 
 
 def test_summary_reports_sample_and_exact_moments(capsys):
-    assert run(["sample", "discrete-gaussian", "--scale", "10/3", "-n", "50000", "--seed", "1"]) == 0
+    argv = ["sample", "discrete-gaussian", "--scale", "10/3", "-n", "50000", "--seed", "1"]
+    assert run(argv) == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
     assert summary["distribution"] == "discrete-gaussian"

@@ -103,3 +103,15 @@ def test_shapes_and_types():
 def test_secure_default_source_fits():
     # not reproducible by design; a correct sampler fails with probability 1e-4
     assert_fits(discrete_laplace(Fraction(7, 2), 100_000), Fraction(7, 2))
+
+
+def test_large_requests_are_drawn_in_chunks(monkeypatch):
+    monkeypatch.setattr(_batched, "CHUNK", 4096)
+    samples = discrete_laplace(Fraction(7, 2), 50_000, source=InsecureSeededSource(39))
+    assert samples.dtype == np.int64 and samples.shape == (50_000,)
+    assert_fits(samples, Fraction(7, 2))
+    # a chunk that needs Python ints turns the whole result into an object array
+    monkeypatch.setattr(_batched, "INT64_MAX", 2**20)
+    wide = discrete_laplace(2**18, 20_000, source=InsecureSeededSource(40))
+    assert wide.dtype == object and wide.shape == (20_000,)
+    assert_fits(wide, 2**18)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,6 +28,20 @@ import numpy as np
 RELATIVE_SLACK = 1e-12
 #: Absolute tolerance of the epsilon bisection (the answer is never below the truth).
 EPSILON_TOLERANCE = 1e-12
+
+
+class Bracket(NamedTuple):
+    """Certified two-sided result: ``lower <= true optimum <= upper``.
+
+    Accountants charge ``upper``; ``lower`` says how far from optimal that is.
+    """
+
+    lower: float
+    upper: float
+
+    @property
+    def width(self) -> float:
+        return self.upper - self.lower
 
 
 # --------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit, gammaln
 
-from privloss.bounds._numeric import (RELATIVE_SLACK, certify_epsilon, check_nonnegative,
+from privloss.bounds._numeric import (Bracket, RELATIVE_SLACK, certify_epsilon, check_nonnegative,
                                       check_probability, round_up, safe_delta)
 
 #: Longest sequence (counting mechanisms with epsilon > 0) accepted. The cost does
@@ -68,13 +68,6 @@ _NESTED_GRID = 128          # t-grid of the nested maximisation
 _NESTED_STARTS = 3          # local maxima refined per point
 _GOLDEN_STEPS = 56          # golden-section steps (bracket shrinks by 0.618^56 ~ 2e-12)
 _KINDS = ("dp", "br")
-
-
-class Bracket(NamedTuple):
-    """Two-sided result: ``lower <= true optimum <= upper``."""
-
-    lower: float
-    upper: float
 
 
 # --------------------------------------------------------------------------

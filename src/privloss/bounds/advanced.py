@@ -72,7 +72,10 @@ def _kov_terms(eps: np.ndarray) -> tuple[float, float, float]:
 def _tilde_delta(target: float, dels: np.ndarray) -> float:
     """delta~ with 1 - (1 - delta~) prod(1 - delta_i) = target."""
     log_keep = math.fsum(np.log1p(-dels)) if dels.size else 0.0
-    return 1.0 - (1.0 - target) * math.exp(-log_keep)
+    if target >= 1:
+        return 1.0
+    # expm1/log1p: 1 - (1 - target) would lose ~1e-8 relative at target = 1e-10
+    return -math.expm1(math.log1p(-target) - log_keep)
 
 
 def kov_epsilon(epsilons, target_delta: float, *, deltas=None) -> float:
@@ -126,4 +129,6 @@ def kov_delta(epsilons, epsilon_g: float, *, deltas=None) -> float:
         second = math.sqrt(square) / math.expm1(r2 - 1.0) / math.e if r2 > 1.0 else 1.0
         tilde = min(1.0, third, second)
     log_keep = math.fsum(np.log1p(-dels)) if dels.size else 0.0
-    return safe_delta(1.0 - (1.0 - tilde) * math.exp(log_keep))
+    if tilde >= 1:
+        return 1.0
+    return safe_delta(-math.expm1(math.log1p(-tilde) + log_keep))

@@ -61,8 +61,11 @@ def optimal_dp_delta(k: int, epsilon: float, epsilon_g: float, *, delta0: float 
     pure = 0.0 if math.isinf(eg) else _pure_delta(k, eps, eg)
     if d0 == 0:
         return safe_delta(pure)
-    keep = math.exp(k * math.log1p(-d0)) if d0 < 1 else 0.0
-    return safe_delta(1.0 - keep * (1.0 - pure))
+    if d0 >= 1:
+        return 1.0
+    log_keep = k * math.log1p(-d0)
+    # 1 - keep (1 - pure) = (1 - keep) + keep * pure, without cancellation
+    return safe_delta(-math.expm1(log_keep) + math.exp(log_keep) * pure)
 
 
 def optimal_dp_epsilon(k: int, epsilon: float, target_delta: float, *, delta0: float = 0.0) -> float:

@@ -25,8 +25,8 @@ from privloss.samplers import (InsecureSeededSource, default_source, discrete_ga
 from privloss.samplers._params import positive_rational
 
 DISTRIBUTIONS = ("discrete-gaussian", "discrete-laplace")
-#: Largest -n accepted (8 bytes per value; beyond this memory is the limit).
-MAX_COUNT = 10**9
+#: Largest -n accepted (the samples are held in memory, 8 bytes each).
+MAX_COUNT = 10**8
 OUTPUT_FORMATS = (".npy", ".csv")
 
 
@@ -56,8 +56,8 @@ def run(args) -> int:
     """Handler of ``privloss sample``."""
     scale = _scale(args.scale)
     count = _count(args.count)
-    source, source_name = _source(args.seed)
     output = _output_path(args.output)
+    source, source_name = _source(args.seed)
     if args.distribution == "discrete-gaussian":
         samples = discrete_gaussian(scale * scale, count, source=source)
     else:

@@ -47,6 +47,34 @@ INT64_MAX = (1 << 63) - 1
 INT64_MIN = -(1 << 63)
 
 
+#: Batched draws are produced in chunks of this many values, which bounds the
+#: memory of the temporaries (about 20 arrays of 1.5 * chunk words).
+CHUNK = 1 << 20
+
+
+def chunked(draw, count: int) -> np.ndarray:
+    """Call ``draw(k)`` on chunks of at most :data:`CHUNK` values and join them."""
+    if count <= CHUNK:
+        return draw(count)
+    out = np.empty(count, dtype=np.int64)
+    for start in range(0, count, CHUNK):
+        part = draw(min(CHUNK, count - start))
+        if part.dtype == object and out.dtype != object:
+            out = out.astype(object)
+        out[start:start + part.size] = part
+    return out
+
+
+def chunked_bool(draw, count: int) -> np.ndarray:
+    """:func:`chunked` for boolean draws."""
+    if count <= CHUNK:
+        return draw(count)
+    out = np.empty(count, dtype=np.bool_)
+    for start in range(0, count, CHUNK):
+        out[start:start + min(CHUNK, count - start)] = draw(min(CHUNK, count - start))
+    return out
+
+
 def _nonzero(mask: np.ndarray) -> np.ndarray:
     # flatnonzero + integer take is about twice as fast as boolean indexing
     return np.flatnonzero(mask)

@@ -47,7 +47,8 @@ def bernoulli(p, size=None, *, source=None, allow_float: bool = False):
         return _exact.bernoulli_ratio(src, n, d)
     count, shape = size_to_count(size)
     if d < _batched.SAFE:
-        values = _batched.bernoulli_ratio(src, np.full(count, n, dtype=np.int64), d)
+        values = _batched.chunked_bool(
+            lambda k: _batched.bernoulli_ratio(src, np.full(k, n, dtype=np.int64), d), count)
     else:
         values = np.fromiter((_exact.bernoulli_ratio(src, n, d) for _ in range(count)),
                              dtype=np.bool_, count=count)
@@ -76,7 +77,8 @@ def bernoulli_exp(gamma, size=None, *, source=None, allow_float: bool = False):
         return _exact.bernoulli_exp(src, n, d)
     count, shape = size_to_count(size)
     if d <= _batched.GAUSSIAN_MAX_DENOMINATOR and n < _batched.SAFE:
-        values = _batched.bernoulli_exp(src, np.full(count, n, dtype=np.int64), d)
+        values = _batched.chunked_bool(
+            lambda k: _batched.bernoulli_exp(src, np.full(k, n, dtype=np.int64), d), count)
     else:
         values = np.fromiter((_exact.bernoulli_exp(src, n, d) for _ in range(count)),
                              dtype=np.bool_, count=count)

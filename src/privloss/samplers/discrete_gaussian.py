@@ -91,7 +91,8 @@ def discrete_gaussian(sigma_squared, size=None, *, source=None, proposal_scale=N
         return _exact.discrete_gaussian(src, a, b, p, q, e, f)
     count, shape = size_to_count(size)
     if _batched.gaussian_fits(a, b, p, q, e, f):
-        values = _batched.discrete_gaussian(src, a, b, p, q, e, f, count)
+        values = _batched.chunked(
+            lambda k: _batched.discrete_gaussian(src, a, b, p, q, e, f, k), count)
     else:
         values = _scalar_loop(lambda: _exact.discrete_gaussian(src, a, b, p, q, e, f), count)
     return values.reshape(shape)

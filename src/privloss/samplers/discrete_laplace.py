@@ -43,7 +43,7 @@ def discrete_laplace(scale, size=None, *, source=None, allow_float: bool = False
         return _exact.discrete_laplace(src, t, s)
     count, shape = size_to_count(size)
     if _batched.laplace_fits(t, s):
-        values = _batched.discrete_laplace(src, t, s, count)
+        values = _batched.chunked(lambda k: _batched.discrete_laplace(src, t, s, k), count)
     else:
         values = _scalar_loop(lambda: _exact.discrete_laplace(src, t, s), count)
     return values.reshape(shape)
