@@ -59,9 +59,23 @@ def _check_count(value) -> int:
     return int(value)
 
 
+#: allowed ranges of event fields: (low, low_open, high, high_open)
+_NONNEGATIVE = (0.0, False, math.inf, True)
+_PROBABILITY = (0.0, False, 1.0, True)
+
+
 @dataclass(frozen=True)
 class Event:
     """Base class of all events."""
+
+    def _validate(self, **ranges) -> None:
+        """Check and normalise the named float fields and ``count`` (frozen-safe)."""
+        for name, (low, low_open, high, high_open) in ranges.items():
+            value = _check_real(name, getattr(self, name), low=low, low_open=low_open,
+                                high=high, high_open=high_open)
+            object.__setattr__(self, name, value)
+        if hasattr(self, "count"):
+            object.__setattr__(self, "count", _check_count(self.count))
 
     def __mul__(self, count: int) -> "Composed":
         """``event * 3`` composes three copies."""
@@ -88,8 +102,7 @@ class PureDP(Event):
     count: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", _check_real("epsilon", self.epsilon, low=0, low_open=False))
-        object.__setattr__(self, "count", _check_count(self.count))
+        self._validate(epsilon=_NONNEGATIVE)
 
 
 @dataclass(frozen=True)
@@ -101,8 +114,7 @@ class BoundedRange(Event):
     count: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", _check_real("epsilon", self.epsilon, low=0, low_open=False))
-        object.__setattr__(self, "count", _check_count(self.count))
+        self._validate(epsilon=_NONNEGATIVE)
 
 
 @dataclass(frozen=True)
@@ -114,10 +126,7 @@ class ApproxDP(Event):
     count: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", _check_real("epsilon", self.epsilon, low=0, low_open=False))
-        object.__setattr__(self, "delta", _check_real("delta", self.delta, low=0, low_open=False,
-                                                      high=1, high_open=True))
-        object.__setattr__(self, "count", _check_count(self.count))
+        self._validate(epsilon=_NONNEGATIVE, delta=_PROBABILITY)
 
 
 @dataclass(frozen=True)
@@ -129,9 +138,7 @@ class ZCDP(Event):
     count: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "rho", _check_real("rho", self.rho, low=0, low_open=False))
-        object.__setattr__(self, "xi", _check_real("xi", self.xi, low=0, low_open=False))
-        object.__setattr__(self, "count", _check_count(self.count))
+        self._validate(rho=_NONNEGATIVE, xi=_NONNEGATIVE)
 
 
 @dataclass(frozen=True)
@@ -144,11 +151,7 @@ class ApproxZCDP(Event):
     count: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "rho", _check_real("rho", self.rho, low=0, low_open=False))
-        object.__setattr__(self, "delta", _check_real("delta", self.delta, low=0, low_open=False,
-                                                      high=1, high_open=True))
-        object.__setattr__(self, "xi", _check_real("xi", self.xi, low=0, low_open=False))
-        object.__setattr__(self, "count", _check_count(self.count))
+        self._validate(rho=_NONNEGATIVE, delta=_PROBABILITY, xi=_NONNEGATIVE)
 
 
 @dataclass(frozen=True)
@@ -161,9 +164,7 @@ class ConcentratedDP(Event):
     count: int = 1
 
     def __post_init__(self):
-        object.__setattr__(self, "mu", _check_real("mu", self.mu, low=0, low_open=False))
-        object.__setattr__(self, "tau", _check_real("tau", self.tau, low=0, low_open=False))
-        object.__setattr__(self, "count", _check_count(self.count))
+        self._validate(mu=_NONNEGATIVE, tau=_NONNEGATIVE)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,21 @@ def compose_zcdp(rhos, *, xis=None) -> tuple[float, float]:
     return round_up(xi), round_up(math.fsum(rho))
 
 
+def _epsilon_prologue(rho, xi, target_delta):
+    """Validate; return (rho, xi, delta, answer) with ``answer`` set in degenerate cases:
+    rho = 0 -> xi; delta = 0 -> inf; delta >= 1 -> 0."""
+    rho = check_nonnegative("rho", rho)
+    xi = check_nonnegative("xi", xi)
+    delta = check_probability("target_delta", target_delta)
+    if rho == 0:
+        return rho, xi, delta, round_up(xi)
+    if delta == 0:
+        return rho, xi, delta, math.inf
+    if delta >= 1:
+        return rho, xi, delta, 0.0
+    return rho, xi, delta, None
+
+
 def zcdp_epsilon_simple(rho: float, target_delta: float, *, xi: float = 0.0) -> float:
     """epsilon = xi + rho + 2 sqrt(rho log(1/delta)).
 
@@ -51,15 +66,9 @@ def zcdp_epsilon_simple(rho: float, target_delta: float, *, xi: float = 0.0) -> 
     Guarantee: valid upper bound; ``inf`` at delta = 0 unless rho = 0.
     Runtime: O(1).
     """
-    rho = check_nonnegative("rho", rho)
-    xi = check_nonnegative("xi", xi)
-    delta = check_probability("target_delta", target_delta)
-    if rho == 0:
-        return round_up(xi)
-    if delta == 0:
-        return math.inf
-    if delta >= 1:
-        return 0.0
+    rho, xi, delta, degenerate = _epsilon_prologue(rho, xi, target_delta)
+    if degenerate is not None:
+        return degenerate
     return round_up(xi + rho + 2.0 * math.sqrt(rho * -math.log(delta)))
 
 
@@ -136,15 +145,9 @@ def zcdp_epsilon_tight(rho: float, target_delta: float, *, xi: float = 0.0) -> f
     rounded up; never above the simple conversion.
     Runtime: O(1) (a few dozen evaluations).
     """
-    rho = check_nonnegative("rho", rho)
-    xi = check_nonnegative("xi", xi)
-    delta = check_probability("target_delta", target_delta)
-    if rho == 0:
-        return round_up(xi)
-    if delta == 0:
-        return math.inf
-    if delta >= 1:
-        return 0.0
+    rho, xi, delta, degenerate = _epsilon_prologue(rho, xi, target_delta)
+    if degenerate is not None:
+        return degenerate
     log_inv = -math.log(delta)
 
     def objective(log_a_minus_1: float) -> float:
