@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 
 import mpmath
+import numpy as np
 
 mpmath.mp.dps = 50
 
@@ -78,3 +79,30 @@ def invert(delta_fn, target, upper, iterations=200):
         else:
             lo = mid
     return hi
+
+
+# float64 versions, fast enough for grids of t vectors (checked against mpmath in
+# tests/accounting/test_soundness.py::test_float_enumeration_matches_mpmath)
+
+def float_laws(widths, ts):
+    """P and Q masses of all 2^k joint outputs of a product of RR_{width, t} pairs (float64)."""
+    p_mass, q_mass = np.ones(1), np.ones(1)
+    for width, t in zip(widths, ts):
+        q = -np.expm1(t - width) / -np.expm1(-width)       # P(output 0) under P
+        p = (np.exp(-t) - np.exp(-width)) / -np.expm1(-width)  # P(output 0) under Q
+        p_mass = np.concatenate([p_mass * q, p_mass * (1 - q)])
+        q_mass = np.concatenate([q_mass * p, q_mass * (1 - p)])
+    return p_mass, q_mass
+
+
+def float_epsilon(p_mass, q_mass, delta, total):
+    lo, hi = 0.0, total
+    if np.maximum(p_mass - q_mass, 0).sum() <= delta:
+        return 0.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if np.maximum(p_mass - np.exp(mid) * q_mass, 0).sum() <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return lo

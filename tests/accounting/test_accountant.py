@@ -129,6 +129,17 @@ def test_interaction_ordering():
     assert values[Interaction.ADAPTIVE] <= values[Interaction.SETWISE] * (1 + 1e-12)
 
 
+@settings(max_examples=30, deadline=None)
+@given(num_dp=st.integers(0, 12), num_br=st.integers(1, 12), epsilon=st.floats(0.01, 2.0),
+       delta=st.floats(1e-10, 0.1))
+def test_non_adaptive_never_above_adaptive_never_above_setwise(num_dp, num_br, epsilon, delta):
+    events = ([PureDP(epsilon, count=num_dp)] if num_dp else []) + [BoundedRange(epsilon, count=num_br)]
+    values = [compose(events, target_delta=delta, interaction=i).epsilon
+              for i in (Interaction.NON_ADAPTIVE, Interaction.ADAPTIVE, Interaction.SETWISE)]
+    assert values[0] <= values[1] * (1 + 1e-9) + 1e-12
+    assert values[1] <= values[2] * (1 + 1e-9) + 1e-12
+
+
 def test_mixed_with_gaussians_and_approx():
     events = [PureDP(0.1, count=5), BoundedRange(0.1, count=5), ConcentratedDP(0.005, 0.1, count=2)]
     result = compose(events, target_delta=1e-6)

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from privloss import BoundedRange, Interaction, PrivacyAccountant, PureDP
-from tests.enumeration import br_mechanism, dp_mechanism, invert, product_delta
+from tests.enumeration import (br_mechanism, dp_mechanism, float_epsilon, float_laws, invert,
+                               product_delta)
 
 CASES = [
     # (dp epsilons, br epsilons)
@@ -26,30 +27,6 @@ CASES = [
 ]
 
 
-def _laws(widths, ts):
-    """P and Q masses of all 2^k joint outputs of a product of RR_{width, t} pairs (float64)."""
-    p_mass, q_mass = np.ones(1), np.ones(1)
-    for width, t in zip(widths, ts):
-        q = -np.expm1(t - width) / -np.expm1(-width)       # P(output 0) under P
-        p = (np.exp(-t) - np.exp(-width)) / -np.expm1(-width)  # P(output 0) under Q
-        p_mass = np.concatenate([p_mass * q, p_mass * (1 - q)])
-        q_mass = np.concatenate([q_mass * p, q_mass * (1 - p)])
-    return p_mass, q_mass
-
-
-def _epsilon(p_mass, q_mass, delta, total):
-    lo, hi = 0.0, total
-    if np.maximum(p_mass - q_mass, 0).sum() <= delta:
-        return 0.0
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if np.maximum(p_mass - np.exp(mid) * q_mass, 0).sum() <= delta:
-            hi = mid
-        else:
-            lo = mid
-    return lo
-
-
 def enumerated_lower_bound(dp, br, delta, grid=9):
     """max over a t-grid of the exact non-adaptive epsilon at delta (a lower bound on the optimum).
 
@@ -60,16 +37,16 @@ def enumerated_lower_bound(dp, br, delta, grid=9):
     grids = [np.linspace(1e-9, e - 1e-9, grid) for e in br]
     best = 0.0
     for ts in itertools.product(*grids) if br else [()]:
-        p_mass, q_mass = _laws(widths, [e for e in dp] + list(ts))
-        best = max(best, _epsilon(p_mass, q_mass, delta, total))
+        p_mass, q_mass = float_laws(widths, [e for e in dp] + list(ts))
+        best = max(best, float_epsilon(p_mass, q_mass, delta, total))
     return best
 
 
 def test_float_enumeration_matches_mpmath():
     mechanisms = [dp_mechanism(0.3), br_mechanism(0.5, 0.2), br_mechanism(0.5, 0.35)]
     exact = float(invert(lambda eg: product_delta(mechanisms, eg), 1e-3, 1.6, iterations=60))
-    p_mass, q_mass = _laws([0.6, 0.5, 0.5], [0.3, 0.2, 0.35])
-    assert _epsilon(p_mass, q_mass, 1e-3, 1.6) == pytest.approx(exact, abs=1e-12)
+    p_mass, q_mass = float_laws([0.6, 0.5, 0.5], [0.3, 0.2, 0.35])
+    assert float_epsilon(p_mass, q_mass, 1e-3, 1.6) == pytest.approx(exact, abs=1e-12)
 
 
 @pytest.mark.parametrize("dp, br", CASES)

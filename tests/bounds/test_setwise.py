@@ -96,3 +96,10 @@ def test_lemma_3_4():
     value = approx_zcdp_setwise_epsilon(2e-6, [0.05, 0.05], [5e-7, 5e-7])
     assert value == pytest.approx(zcdp_epsilon_simple(0.1, 1e-6), rel=1e-12)
     assert approx_zcdp_setwise_epsilon(1e-6, [0.05], [1e-6]) == math.inf
+
+
+def test_lemma_3_4_delta_inverts_epsilon():
+    from privloss.bounds.setwise import approx_zcdp_setwise_delta
+    epsilon = approx_zcdp_setwise_epsilon(3e-6, [0.05, 0.02], [1e-6, 1e-6])
+    assert approx_zcdp_setwise_delta(epsilon, [0.05, 0.02], [1e-6, 1e-6]) == pytest.approx(3e-6, rel=1e-9)
+    assert approx_zcdp_setwise_delta(0.0, [0.05], [0.0]) == 1.0

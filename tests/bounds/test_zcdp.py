@@ -64,3 +64,20 @@ def test_tight_is_valid_inverse_and_below_simple(rho, delta):
     assert tight <= zcdp_epsilon_simple(rho, delta) * (1 + 1e-12)
     assert zcdp_delta_tight(rho, tight) <= delta * (1 + 1e-6)
     assert zcdp_epsilon_tight(rho * 1.5, delta) >= tight
+
+
+# worked_values.md §8, zCDP route for k mechanisms of 0.1 at delta = 1e-6:
+# (k, BR rho, BR simple, BR CKS, DP rho, DP simple, DP CKS); CKS also = Steinke's cdp_eps
+ZCDP_ROUTE = [(10, 0.0125, 0.8436290681, 0.7002051046, 0.05, 1.7122581363, 1.4715947505),
+              (50, 0.0625, 1.9209610944, 1.6599790500, 0.25, 3.9669221888, 3.5422913005),
+              (100, 0.125, 2.7532608849, 2.4190931769, 0.5, 5.7565217698, 5.2215344445)]
+
+
+@pytest.mark.parametrize("k, br_rho, br_simple, br_tight, dp_rho, dp_simple, dp_tight", ZCDP_ROUTE)
+def test_zcdp_route_worked_values(k, br_rho, br_simple, br_tight, dp_rho, dp_simple, dp_tight):
+    assert k * zcdp_from_bounded_range(0.1) == pytest.approx(br_rho, rel=1e-9)
+    assert k * zcdp_from_pure_dp(0.1) == pytest.approx(dp_rho, rel=1e-9)
+    assert zcdp_epsilon_simple(br_rho, 1e-6) == pytest.approx(br_simple, rel=1e-9)
+    assert zcdp_epsilon_tight(br_rho, 1e-6) == pytest.approx(br_tight, rel=1e-9)
+    assert zcdp_epsilon_simple(dp_rho, 1e-6) == pytest.approx(dp_simple, rel=1e-9)
+    assert zcdp_epsilon_tight(dp_rho, 1e-6) == pytest.approx(dp_tight, rel=1e-9)

@@ -97,8 +97,9 @@ def _need_theorem3(profile: Profile, interaction) -> str | None:
 
 
 def _need_sequence(profile: Profile, interaction) -> str | None:
-    if interaction is not Interaction.ADAPTIVE:
-        return "needs an adaptive interaction with the order of mechanisms fixed in advance"
+    if interaction is Interaction.SETWISE:
+        # (an adaptive bound with a fixed order also holds for a non-adaptive sequence)
+        return "needs the order of mechanisms fixed in advance (adaptive or non-adaptive)"
     if not profile.only_pure:
         return "needs pure-DP and bounded-range events only"
     if profile.count_br == 0:

@@ -147,3 +147,27 @@ def approx_zcdp_setwise_epsilon(target_delta: float, rhos, deltas, *, xis=None) 
     if slack >= 1:
         return round_up(xi)
     return round_up(xi + rho + 2.0 * math.sqrt(rho * -math.log(slack)))
+
+
+def approx_zcdp_setwise_delta(epsilon_g: float, rhos, deltas, *, xis=None) -> float:
+    """Delta of [CR] Lemma 3.4 at ``epsilon_g``: exp(-(eps_g - xi - rho)^2 / (4 rho))
+    + sum delta_i (1 if eps_g <= xi + rho). Theorem, assumptions: as
+    :func:`approx_zcdp_setwise_epsilon`. Guarantee: valid upper bound in [0, 1].
+    """
+    eg = check_nonnegative("epsilon_g", epsilon_g, allow_inf=True)
+    rho_arr = check_epsilon_list("rhos", rhos)
+    del_arr = np.asarray(deltas, dtype=float).reshape(-1)
+    if del_arr.shape != rho_arr.shape or not np.all((del_arr >= 0) & (del_arr < 1)):
+        raise ValueError("deltas must give one value in [0, 1) per rho")
+    xi = 0.0 if xis is None else math.fsum(check_epsilon_list("xis", xis))
+    rho = math.fsum(rho_arr)
+    conditioned = math.fsum(del_arr)
+    if rho == 0:
+        base = 0.0 if eg >= xi else 1.0
+    elif eg <= xi + rho:
+        base = 1.0
+    elif math.isinf(eg):
+        base = 0.0
+    else:
+        base = math.exp(-((eg - xi - rho) ** 2) / (4.0 * rho))
+    return safe_delta(base + conditioned)

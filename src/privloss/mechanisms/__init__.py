@@ -1,0 +1,1 @@
+"""Mechanisms that are private as implemented; each reports its guarantee as events."""
