@@ -62,6 +62,7 @@ def _check_count(value) -> int:
 #: allowed ranges of event fields: (low, low_open, high, high_open)
 _NONNEGATIVE = (0.0, False, math.inf, True)
 _PROBABILITY = (0.0, False, 1.0, True)
+_POSITIVE = (0.0, True, math.inf, True)
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,105 @@ class ConcentratedDP(Event):
         self._validate(mu=_NONNEGATIVE, tau=_NONNEGATIVE)
 
 
+# --------------------------------------------------------------------------
+# named mechanisms: their exact privacy-loss distribution is known (privloss.pld),
+# and each also states the generic guarantee it implies (``guarantee``), so it
+# mixes with every bound that takes PureDP / ZCDP events.
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Laplace(Event):
+    """Laplace noise of ``scale`` on a query of l1-sensitivity ``sensitivity``;
+    (sensitivity/scale)-DP."""
+
+    scale: float
+    sensitivity: float = 1.0
+    count: int = 1
+
+    def __post_init__(self):
+        self._validate(scale=_POSITIVE, sensitivity=_POSITIVE)
+
+    @property
+    def guarantee(self) -> Event:
+        return PureDP(self.sensitivity / self.scale)
+
+
+@dataclass(frozen=True)
+class Gaussian(Event):
+    """Gaussian noise N(0, sigma^2) on a query of l2-sensitivity ``sensitivity``;
+    rho-zCDP with rho = sensitivity^2 / (2 sigma^2)."""
+
+    sigma: float
+    sensitivity: float = 1.0
+    count: int = 1
+
+    def __post_init__(self):
+        self._validate(sigma=_POSITIVE, sensitivity=_POSITIVE)
+
+    @property
+    def guarantee(self) -> Event:
+        return ZCDP(self.sensitivity ** 2 / (2.0 * self.sigma ** 2))
+
+
+@dataclass(frozen=True)
+class RandomizedResponse(Event):
+    """Binary randomized response reporting the truth with probability
+    e^eps / (1 + e^eps); epsilon-DP."""
+
+    epsilon: float
+    count: int = 1
+
+    def __post_init__(self):
+        self._validate(epsilon=_NONNEGATIVE)
+
+    @property
+    def guarantee(self) -> Event:
+        return PureDP(self.epsilon)
+
+
+@dataclass(frozen=True)
+class DiscreteLaplace(Event):
+    """Discrete Laplace noise of scale t on an integer query of sensitivity Delta;
+    (Delta/t)-DP [CKS]."""
+
+    scale: float
+    sensitivity: int = 1
+    count: int = 1
+
+    def __post_init__(self):
+        self._validate(scale=_POSITIVE)
+        _check_integer_sensitivity(self)
+
+    @property
+    def guarantee(self) -> Event:
+        return PureDP(self.sensitivity / self.scale)
+
+
+@dataclass(frozen=True)
+class DiscreteGaussian(Event):
+    """Discrete Gaussian noise N_Z(0, sigma^2) on an integer query of sensitivity
+    Delta; (Delta^2 / (2 sigma^2))-zCDP [CKS] Theorem 4."""
+
+    sigma: float
+    sensitivity: int = 1
+    count: int = 1
+
+    def __post_init__(self):
+        self._validate(sigma=_POSITIVE)
+        _check_integer_sensitivity(self)
+
+    @property
+    def guarantee(self) -> Event:
+        return ZCDP(self.sensitivity ** 2 / (2.0 * self.sigma ** 2))
+
+
+def _check_integer_sensitivity(event) -> None:
+    value = event.sensitivity
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"sensitivity must be an integer >= 1, got {value!r}")
+    object.__setattr__(event, "sensitivity", int(value))
+
+
 @dataclass(frozen=True)
 class Composed(Event):
     """A sequence of events, in order of use; nests into trees."""
@@ -182,3 +282,5 @@ class Composed(Event):
 
 
 ATOMIC_EVENTS = (PureDP, BoundedRange, ApproxDP, ZCDP, ApproxZCDP, ConcentratedDP)
+#: named mechanisms with a known privacy-loss distribution and a ``guarantee``
+MECHANISM_EVENTS = (Laplace, Gaussian, RandomizedResponse, DiscreteLaplace, DiscreteGaussian)

@@ -8,8 +8,8 @@ from functools import cached_property
 
 import numpy as np
 
-from privloss.events import (ApproxDP, ApproxZCDP, BoundedRange, Composed, ConcentratedDP, Event,
-                             NonPrivate, NoOp, PureDP, ZCDP)
+from privloss.events import (MECHANISM_EVENTS, ApproxDP, ApproxZCDP, BoundedRange, Composed,
+                             ConcentratedDP, Event, NonPrivate, NoOp, PureDP, ZCDP)
 
 
 class UnsupportedEventError(TypeError):
@@ -33,12 +33,14 @@ def flatten(events) -> tuple[tuple[Event, int], ...]:
             return
         elif isinstance(event, NonPrivate):
             out.append((event, multiplier))
-        elif isinstance(event, (PureDP, BoundedRange, ApproxDP, ZCDP, ApproxZCDP, ConcentratedDP)):
+        elif isinstance(event, (PureDP, BoundedRange, ApproxDP, ZCDP, ApproxZCDP, ConcentratedDP)
+                        + MECHANISM_EVENTS):
             out.append((event, multiplier * event.count))
         else:
             raise UnsupportedEventError(
                 f"event must be one of PureDP, BoundedRange, ApproxDP, ZCDP, ApproxZCDP, "
-                f"ConcentratedDP, Composed, NoOp, NonPrivate; got {event!r}")
+                f"ConcentratedDP, Laplace, Gaussian, RandomizedResponse, DiscreteLaplace, "
+                f"DiscreteGaussian, Composed, NoOp, NonPrivate; got {event!r}")
 
     if isinstance(events, Event):
         events = (events,)
@@ -49,9 +51,23 @@ def flatten(events) -> tuple[tuple[Event, int], ...]:
 
 @dataclass(frozen=True)
 class Profile:
-    """Atomic guarantees of a composition. ``atoms`` keeps order and counts."""
+    """Atomic guarantees of a composition. ``atoms`` keeps order and counts.
+
+    Named mechanisms (Laplace, Gaussian, ...) are kept as given in ``atoms`` (the
+    PLD bound uses them) and read through their ``guarantee`` (PureDP / ZCDP)
+    everywhere else: see :attr:`generic_atoms`.
+    """
 
     atoms: tuple[tuple[Event, int], ...] = ()
+
+    @cached_property
+    def generic_atoms(self) -> tuple[tuple[Event, int], ...]:
+        return tuple((event.guarantee if isinstance(event, MECHANISM_EVENTS) else event, count)
+                     for event, count in self.atoms)
+
+    @property
+    def has_mechanism_events(self) -> bool:
+        return any(isinstance(event, MECHANISM_EVENTS) for event, _ in self.atoms)
 
     @classmethod
     def of(cls, events) -> "Profile":
@@ -63,7 +79,7 @@ class Profile:
     # ---- per-kind views (expanded arrays, in order) -------------------------
     def _values(self, kind, attribute):
         parts = [np.full(count, getattr(event, attribute), dtype=float)
-                 for event, count in self.atoms if type(event) is kind]
+                 for event, count in self.generic_atoms if type(event) is kind]
         return np.concatenate(parts) if parts else np.zeros(0)
 
     @cached_property
@@ -85,12 +101,12 @@ class Profile:
     @cached_property
     def zcdp_pairs(self) -> list[tuple[float, float]]:
         """(xi, rho) of every ZCDP and ApproxZCDP atom, with multiplicity counts folded."""
-        return [(event.xi * count, event.rho * count) for event, count in self.atoms
+        return [(event.xi * count, event.rho * count) for event, count in self.generic_atoms
                 if isinstance(event, (ZCDP, ApproxZCDP))]
 
     @cached_property
     def approx_zcdp_delta_total(self) -> float:
-        return float(sum(event.delta * count for event, count in self.atoms
+        return float(sum(event.delta * count for event, count in self.generic_atoms
                          if isinstance(event, ApproxZCDP)))
 
     @cached_property
@@ -112,12 +128,12 @@ class Profile:
 
     @cached_property
     def cdp_pairs(self) -> list[tuple[float, float, int]]:
-        return [(event.mu, event.tau, count) for event, count in self.atoms
+        return [(event.mu, event.tau, count) for event, count in self.generic_atoms
                 if isinstance(event, ConcentratedDP)]
 
     # ---- classification -------------------------------------------------------
     def count(self, *kinds) -> int:
-        return sum(count for event, count in self.atoms if isinstance(event, kinds))
+        return sum(count for event, count in self.generic_atoms if isinstance(event, kinds))
 
     @property
     def size(self) -> int:
@@ -159,7 +175,7 @@ class Profile:
     def ordered_pure_sequence(self) -> list[tuple[str, float]]:
         """[("dp"|"br", epsilon), ...] in order of use (pure atoms only)."""
         sequence: list[tuple[str, float]] = []
-        for event, count in self.atoms:
+        for event, count in self.generic_atoms:
             kind = "br" if isinstance(event, BoundedRange) else "dp"
             sequence.extend([(kind, event.epsilon)] * count)
         return sequence

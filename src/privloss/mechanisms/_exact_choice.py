@@ -46,7 +46,6 @@ import numpy as np
 
 from privloss.samplers import _batched, _exact
 from privloss.samplers._params import nonnegative_rational, positive_rational, to_rational
-from privloss.samplers.randomness import resolve_source
 
 __all__ = [
     "ExactScores",
@@ -58,11 +57,13 @@ __all__ = [
     "parse_epsilon",
     "parse_positive",
     "float_at_least",
-    "resolve_source",
 ]
 
 #: Every int64 intermediate stays below this (the samplers' own headroom).
 _SAFE = _batched.SAFE
+#: Trials run one at a time in Python integers before switching to NumPy
+#: batches (cheaper when few proposals are needed, the common case).
+_SCALAR_TRIALS = 48
 #: Proposal batches grow from the first to the last size by a factor 4.
 _FIRST_BATCH = 32
 _MAX_BATCH = 1 << 16
@@ -109,9 +110,6 @@ class ExactScores:
     def __len__(self) -> int:
         return int(self.numerators.size)
 
-    def fraction(self, index: int) -> Fraction:
-        return Fraction(int(self.numerators[index]), self.denominator)
-
 
 def exact_scores(scores, *, allow_float: bool = False, name: str = "scores") -> ExactScores:
     """Validate a 1-D sequence of scores and convert it to :class:`ExactScores`.
@@ -144,9 +142,11 @@ def _integer_array(array: np.ndarray) -> ExactScores:
 
 
 def _from_python(values: list, allow_float: bool, name: str) -> ExactScores:
+    if all(type(value) is int for value in values):  # the common case, kept fast
+        return _pack(values, 1)
     exact = []
     for i, value in enumerate(values):
-        # plain ints skip Fraction construction (the common, fast case)
+        # integers stay Python ints; everything else goes through the exact parser
         if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
             exact.append(int(value))
         else:
@@ -159,7 +159,8 @@ def _from_python(values: list, allow_float: bool, name: str) -> ExactScores:
 
 
 def _pack(numerators: list[int], denominator: int) -> ExactScores:
-    if all(_batched.INT64_MIN <= v <= _batched.INT64_MAX for v in numerators):
+    if not numerators or (_batched.INT64_MIN <= min(numerators)
+                          and max(numerators) <= _batched.INT64_MAX):
         return ExactScores(np.array(numerators, dtype=np.int64).reshape(len(numerators)),
                            denominator)
     out = np.empty(len(numerators), dtype=object)
@@ -235,9 +236,13 @@ def sample_index(weights: LogWeights, source) -> int:
         return 0
     if not weights.numerators.any():  # all gamma = 0 (e.g. epsilon = 0): uniform
         return int(source.uniform_below(m))
-    if weights.batched:
-        return _sample_batched(weights.numerators, weights.denominator, source, m)
-    return _sample_scalar(weights.numerators, weights.denominator, source, m)
+    # The trials (proposal, acceptance) are i.i.d., so switching from scalar to
+    # batched trials after a fixed number of failures leaves the law unchanged.
+    first = _sample_scalar(weights.numerators, weights.denominator, source, m,
+                           _SCALAR_TRIALS if weights.batched else None)
+    if first is not None:
+        return first
+    return _sample_batched(weights.numerators, weights.denominator, source, m)
 
 
 def _sample_batched(numerators: np.ndarray, denominator: int, source, m: int) -> int:
@@ -251,11 +256,16 @@ def _sample_batched(numerators: np.ndarray, denominator: int, source, m: int) ->
         batch = min(4 * batch, _MAX_BATCH)
 
 
-def _sample_scalar(numerators: np.ndarray, denominator: int, source, m: int) -> int:
-    while True:
+def _sample_scalar(numerators: np.ndarray, denominator: int, source, m: int,
+                   trials: int | None) -> int | None:
+    """Up to ``trials`` (None: unlimited) scalar trials; None if all were rejected."""
+    count = 0
+    while trials is None or count < trials:
         i = source.uniform_below(m)
         if _exact.bernoulli_exp(source, int(numerators[i]), denominator):
             return i
+        count += 1
+    return None
 
 
 def sample_ordered(weights: LogWeights, k: int, source) -> list[int]:
