@@ -200,6 +200,27 @@ def _format(rows, dp_version) -> str:
     return "\n".join(lines)
 
 
+def memory_per_sample(kind: str, scale: int, sizes=(100_000, 1_000_000)) -> list[tuple[int, float]]:
+    """Peak traced bytes per sample of one batched call, for each batch size:
+    roughly constant means memory proportional to the batch."""
+    import tracemalloc
+    from fractions import Fraction
+
+    from privloss.samplers import discrete_gaussian, discrete_laplace
+
+    out = []
+    for size in sizes:
+        tracemalloc.start()
+        if kind == "gaussian":
+            discrete_gaussian(Fraction(scale) ** 2, size=size)
+        else:
+            discrete_laplace(scale, size=size)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        out.append((size, peak / size))
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="batch size for privloss")
@@ -227,6 +248,10 @@ def main(argv=None) -> int:
     print(f"python {platform.python_version()}, numpy {np.__version__}, "
           f"default source {default_source()!r}, batch n={args.n}")
     print(_format(rows, dp_version))
+    print("\npeak memory per sample of one batched call (bytes):")
+    for kind, scale in (("gaussian", 1000), ("laplace", 1000)):
+        cells = ", ".join(f"n={size}: {per:.0f}" for size, per in memory_per_sample(kind, scale))
+        print(f"  {kind} scale {scale}: {cells}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"rows": rows, "opendp": dp_version, "n": args.n}, handle, indent=2)

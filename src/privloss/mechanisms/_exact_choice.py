@@ -9,10 +9,11 @@ Algorithm (rejection, spec ``mechanisms.md`` section 4, option (ii)): propose
 ``i`` uniformly, accept it with probability ``exp(-gamma_i)`` by CKS
 Algorithm 1 (``privloss.samplers``' exact Bernoulli(exp(-gamma)) kernels), and
 repeat until a proposal is accepted.  The accepted index has law
-``(1/m) exp(-gamma_i) / P[accept]``, i.e. exactly the target.  Proposals are
-drawn in batches; the first accepted proposal *in drawing order* is returned,
-which is the law of the sequential loop because the (proposal, acceptance)
-pairs are i.i.d.  The batch size never depends on the data, and no float is
+``(1/m) exp(-gamma_i) / P[accept]``, i.e. exactly the target.  The first
+trials run one at a time in Python integers, later ones in NumPy batches whose
+first accepted proposal *in drawing order* is returned; this is the law of the
+sequential loop because the (proposal, acceptance) pairs are i.i.d.  The
+switch point and the batch sizes never depend on the data, and no float is
 ever computed.
 
 Runtime: ``m / Z`` proposals in expectation, ``Z = sum_j exp(-gamma_j)`` in

@@ -6,8 +6,10 @@ A :class:`LossLaw` stores P-masses ``masses[i]`` at the loss values
 
 * ``error``: an L1 bound on the distance (finite masses and the +inf atom)
   between the stored vector and a law ``W`` that is exactly valid;
-* ``shift`` (optimistic side only): ``W`` is a lower bound after shifting all
-  losses down by ``shift``, i.e. delta_true(eps) >= delta_W(eps + shift).
+* ``shift``: a loss displacement that is allowed for: the pessimistic law is
+  valid after moving all its losses *up* by ``shift`` (delta_true(eps) <=
+  delta_W(eps - shift)), the optimistic one after moving them *down*
+  (delta_true(eps) >= delta_W(eps + shift)). Shifts add under composition.
 
 "Valid" means, for every real eps (so for both the privacy profile and the
 tradeoff curve):
@@ -177,7 +179,7 @@ class LossLaw:
         """Certified delta on this law's side (upper or lower bound), any real epsilon."""
         rel = _sum_relative_error(self.size)
         if self.pessimistic:
-            value = self._grid_delta(epsilon) * (1 + rel) + self.error
+            value = self._grid_delta(epsilon - self.shift) * (1 + rel) + self.error
             return min(1.0, value)
         value = self._grid_delta(epsilon + self.shift) * (1 - rel) - self.error
         return max(0.0, value)
@@ -235,7 +237,7 @@ class LossLaw:
             guess = self._grid_epsilon(target)
             if math.isinf(guess):
                 return 0.0 if guess < 0 else math.inf
-            return self._certify_upper(max(guess, 0.0), delta)
+            return self._certify_upper(max(guess + self.shift, 0.0), delta)
         target = (delta + self.error) / (1 - rel)
         if target >= 1.0 + self.infinity_mass:
             return 0.0

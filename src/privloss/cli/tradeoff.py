@@ -1,0 +1,215 @@
+"""``privloss tradeoff``: tradeoff curves (f-DP) of compositions, as a table, CSV or figure.
+
+Each mechanism flag draws one curve: the K-fold composition of that mechanism
+(``--rr 0.2x25 --gaussian 1`` compares 25-fold randomized response with one
+Gaussian release, as in Dong's blog post). Closed forms are used where they
+exist (randomized response / pure DP: exact vertices; Gaussian: G_mu); the
+K-fold Laplace curve comes from the certified PLD (lower and upper curve).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from privloss.cli._common import CommandError
+from privloss.cli._parse import OrderedAppend, nonnegative, split_repeat
+
+TABLE_ALPHAS = (0.001, 0.01, 0.05, 0.1, 0.25, 0.5)
+
+
+@dataclass
+class Curve:
+    label: str
+    kind: str                 # "exact" or "certified bracket"
+    lower: object             # TradeoffCurve (certified lower curve)
+    upper: object             # TradeoffCurve (equal to lower for exact curves)
+    clt_mu: float | None      # CLT approximation parameter (None when not applicable)
+
+
+def _positive_spec(what: str):
+    def parse(text: str):
+        base, count = split_repeat(text)
+        value = nonnegative(base, f"{what} in {text!r}")
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{what} in {text!r} must be in (0, inf), got {base!r}")
+        return value, count
+    return parse
+
+
+def _epsilon_spec(text: str):
+    base, count = split_repeat(text)
+    return nonnegative(base, f"epsilon in {text!r}"), count
+
+
+def _positive(what: str):
+    def parse(text: str) -> float:
+        value = nonnegative(text, what)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{what} must be in (0, inf), got {text!r}")
+        return value
+    return parse
+
+
+def _points(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"points must be an integer in [2, 1000000], got {text!r}") from None
+    if not 2 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"points must be an integer in [2, 1000000], got {text!r}")
+    return value
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "tradeoff", help="tradeoff curves (f-DP) of compositions: table, CSV or figure",
+        description="One curve per flag: the K-fold composition of that mechanism. "
+                    "beta(alpha) is the smallest type II error of any attack with type I error alpha.")
+    group = parser.add_argument_group("mechanisms (repeatable, one curve each; 0.2x25 = 25 copies)")
+    group.add_argument("--laplace", action=OrderedAppend, kind="laplace", type=_positive_spec("scale"),
+                       metavar="SCALE[xK]", help="Laplace noise of this scale")
+    group.add_argument("--gaussian", action=OrderedAppend, kind="gaussian", type=_positive_spec("sigma"),
+                       metavar="SIGMA[xK]", help="Gaussian noise of this standard deviation")
+    group.add_argument("--rr", action=OrderedAppend, kind="rr", type=_epsilon_spec,
+                       metavar="EPS[xK]", help="binary randomized response with this epsilon")
+    group.add_argument("--dp", action=OrderedAppend, kind="dp", type=_epsilon_spec,
+                       metavar="EPS[xK]", help="worst-case pure epsilon-DP mechanism")
+    parser.add_argument("--sensitivity", type=_positive("sensitivity"), default=1.0, metavar="S",
+                        help="sensitivity of the Laplace / Gaussian queries (default 1)")
+    parser.add_argument("--plot", metavar="PATH", help="write a figure (PNG, SVG or PDF; needs matplotlib)")
+    parser.add_argument("--csv", metavar="PATH", help="write curve,alpha,beta,beta_upper rows ('-' = stdout)")
+    parser.add_argument("--points", type=_points, default=501, metavar="N",
+                        help="alpha grid size for CSV and plot (default 501)")
+    parser.add_argument("--clt", action="store_true",
+                        help="also show the CLT approximation G_mu of each composition (not a guarantee)")
+    parser.add_argument("--step", type=_positive("step"), default=1e-3, metavar="H",
+                        help="PLD grid step for Laplace compositions (default 1e-3)")
+    parser.set_defaults(handler=run, mechanisms=[])
+
+
+def _aligned_step(epsilon0: float, target: float) -> float:
+    """Largest step <= target that divides epsilon0 (atoms then sit on grid points)."""
+    return epsilon0 / max(1, math.ceil(epsilon0 / target - 1e-9))
+
+
+def _build(kind: str, value: float, count: int, sensitivity: float, step: float) -> Curve:
+    from privloss import fdp
+
+    suffix = f" x{count}" if count > 1 else ""
+    if kind == "gaussian":
+        mu = sensitivity / value
+        curve = fdp.GaussianTradeoff(math.sqrt(count) * mu)
+        return Curve(f"Gaussian(sigma={value:g}){suffix}", "exact", curve, curve, curve.mu)
+    if kind in ("rr", "dp"):
+        curve = fdp.rr_composition_tradeoff(value, count)
+        name = "RR" if kind == "rr" else "pure-DP"
+        clt = fdp.clt_approximation(fdp.randomized_response_moments(value).times(count)).mu
+        return Curve(f"{name}(eps={value:g}){suffix}", "exact", curve, curve, clt)
+    # Laplace
+    epsilon0 = sensitivity / value
+    label = f"Laplace(scale={value:g}){suffix}"
+    clt = fdp.clt_approximation(fdp.laplace_moments(epsilon0).times(count)).mu
+    if count == 1:
+        curve = fdp.LaplaceTradeoff(epsilon0)
+        return Curve(label, "exact", curve, curve, clt)
+    from privloss.pld import laplace_pld
+
+    if epsilon0 * count > 2000:
+        raise CommandError(f"--laplace {value:g}x{count}: total epsilon0 x K = {epsilon0 * count:g} "
+                           "is too large for a tradeoff figure (at most 2000)")
+    pld = laplace_pld(value, sensitivity=sensitivity, step=_aligned_step(epsilon0, step)).self_compose(count)
+    bracket = fdp.mechanism_tradeoff(pld, label=label)
+    return Curve(label, "certified bracket", bracket.lower, bracket.upper, clt)
+
+
+def _curves(args) -> list[Curve]:
+    if not args.mechanisms:
+        raise CommandError("give at least one mechanism: --laplace, --gaussian, --rr or --dp")
+    return [_build(kind, value, count, args.sensitivity, args.step)
+            for kind, (value, count) in args.mechanisms]
+
+
+def _alpha_grid(points: int) -> np.ndarray:
+    # uniform plus geometric near 0, where curves are steep
+    return np.unique(np.concatenate((np.linspace(0.0, 1.0, points),
+                                     np.geomspace(1e-6, 1.0, max(2, points // 5)))))
+
+
+def _write_csv(path: str, curves: list[Curve], points: int, clt: bool) -> None:
+    alpha = _alpha_grid(points)
+    handle = sys.stdout if path == "-" else open(path, "w", newline="", encoding="utf-8")
+    try:
+        writer = csv.writer(handle)
+        writer.writerow(["curve", "alpha", "beta", "beta_upper"])
+        for curve in curves:
+            lower, upper = curve.lower(alpha), curve.upper(alpha)
+            for a, lo, hi in zip(alpha, lower, upper):
+                writer.writerow([curve.label, f"{a:.12g}", f"{lo:.12g}", f"{hi:.12g}"])
+            if clt and curve.clt_mu is not None:
+                from privloss.fdp import GaussianTradeoff
+
+                approx = GaussianTradeoff(curve.clt_mu)(alpha)
+                for a, value in zip(alpha, approx):
+                    writer.writerow([f"CLT approximation of {curve.label}", f"{a:.12g}",
+                                     f"{value:.12g}", f"{value:.12g}"])
+    finally:
+        if handle is not sys.stdout:
+            handle.close()
+
+
+def _plot(path: str, curves: list[Curve], points: int, clt: bool) -> None:
+    try:
+        from privloss.fdp.plot import plot_tradeoffs
+        import matplotlib  # noqa: F401 - availability check only
+    except ImportError:
+        raise CommandError("--plot needs matplotlib: pip install 'privloss[plot]'") from None
+    from privloss.fdp import GaussianTradeoff, TradeoffBracket
+
+    items, labels = [], []
+    for curve in curves:
+        items.append(curve.lower if curve.kind == "exact"
+                     else TradeoffBracket(curve.lower, curve.upper, curve.label))
+        labels.append(curve.label)
+        # the CLT curve of a Gaussian composition is the exact curve itself: skip it
+        if clt and curve.clt_mu is not None and not curve.label.startswith("Gaussian"):
+            items.append(GaussianTradeoff(curve.clt_mu))
+            labels.append(f"CLT approx. of {curve.label} (mu={curve.clt_mu:.3g})")
+    try:
+        plot_tradeoffs(items, labels=labels, path=path, points=points)
+    except (OSError, ValueError) as error:
+        raise CommandError(f"cannot write --plot {path}: {error}") from None
+
+
+def _print_table(curves: list[Curve], clt: bool) -> None:
+    header = "".join(f"  beta({a:g})" for a in TABLE_ALPHAS)
+    width = max(len(curve.label) for curve in curves)
+    print(f"{'curve':<{width}}  {'kind':<17}{header}" + ("  CLT mu (approx.)" if clt else ""))
+    for curve in curves:
+        cells = []
+        for a in TABLE_ALPHAS:
+            low, high = curve.lower(a), curve.upper(a)
+            cells.append(f"{low:11.6f}" if high - low < 5e-7 else f"{low:8.5f}+{high - low:.0e}")
+        extra = f"  {curve.clt_mu:.6g}" if clt and curve.clt_mu is not None else ""
+        print(f"{curve.label:<{width}}  {curve.kind:<17}" + "".join(f"  {c:>11}" for c in cells) + extra)
+    print("beta(alpha): smallest type II error (missed detection) of any attack whose type I error"
+          " (false accusation) is alpha; 1 - alpha = perfect privacy. Brackets: certified lower+width.")
+
+
+def run(args) -> int:
+    curves = _curves(args)
+    if args.csv:
+        try:
+            _write_csv(args.csv, curves, args.points, args.clt)
+        except OSError as error:
+            raise CommandError(f"cannot write --csv {args.csv}: {error.strerror or error}") from None
+    if args.plot:
+        _plot(args.plot, curves, args.points, args.clt)
+    if not args.csv or args.csv != "-":
+        _print_table(curves, args.clt)
+    return 0
