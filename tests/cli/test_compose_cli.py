@@ -32,8 +32,27 @@ def test_compose_json_contract(capsys):
     names = {row["name"] for row in payload["bounds"]}
     assert {"basic", "optimal-dp", "kov-advanced", "setwise-eq3", "zcdp-tight"} <= names
     for row in payload["bounds"]:
-        assert set(row) == {"name", "epsilon", "applies", "reason"}
+        assert {"name", "epsilon", "applies", "reason"} <= set(row) <= \
+            {"name", "epsilon", "applies", "reason", "epsilon_lower"}
         assert (row["epsilon"] is None) == (not row["applies"])
+
+
+def test_pld_bound_reports_its_lower_end(capsys):
+    code, out, _ = run(capsys, "compose", "--laplace", "10x1000", "--delta", "1e-6", "--json")
+    payload = json.loads(out)
+    assert code == 0 and payload["bound"] == "pld"
+    row = next(row for row in payload["bounds"] if row["name"] == "pld")
+    assert row["epsilon_lower"] <= row["epsilon"] == payload["epsilon"]
+    # 1000 Laplace(scale 10) are 0.1-DP each: tighter than the worst case of Theorem 1
+    optimal = next(row for row in payload["bounds"] if row["name"] == "optimal-dp")
+    assert payload["epsilon"] < optimal["epsilon"]
+
+
+def test_named_mechanism_flags(capsys):
+    code, out, _ = run(capsys, "compose", "--gaussian", "2x3", "--sensitivity", "2", "--rr", "0.5",
+                       "--epsilon", "1", "--json")
+    payload = json.loads(out)
+    assert code == 0 and 0 < payload["delta"] < 1
 
 
 def test_compose_epsilon_target_json(capsys):
@@ -72,6 +91,8 @@ def test_order_of_flags_is_kept(capsys):
     (["compose", "--dp", "0.1", "--delta", "1e-6", "--epsilon", "1"], "--epsilon"),
     (["compose", "--dp", "0.1", "--delta", "1e-6", "--bogus"], "--bogus"),
     (["compose", "--approx-dp", "0.1", "--delta", "1e-6"], "EPS:DELTA"),
+    (["compose", "--laplace", "0", "--delta", "1e-6"], "scale"),
+    (["compose", "--gaussian", "1", "--sensitivity", "-1", "--delta", "1e-6"], "sensitivity"),
     (["calibrate", "--k", "0", "--target-epsilon", "1", "--delta", "1e-6"], "K"),
 ])
 def test_bad_input_one_line_exit_2(capsys, argv, needle):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from privloss.accounting.candidates import CANDIDATES, Candidate
 from privloss.accounting.profile import Profile, flatten
-from privloss.bounds._numeric import check_nonnegative, check_probability
+from privloss.bounds._numeric import Bracket, check_nonnegative, check_probability
 from privloss.events import Composed, Event, Interaction
 
 
@@ -25,6 +25,8 @@ class BoundResult:
     applies: bool
     value: float | None
     reason: str
+    #: certified lower end of the optimum, for bounds that compute a bracket
+    lower: float | None = None
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,12 @@ class AccountingResult:
     def to_dict(self) -> dict:
         """The CLI's ``--json`` object."""
         measured = "epsilon" if self.target == "delta" else "delta"
-        rows = [{"name": b.name, measured: b.value, "applies": b.applies, "reason": b.reason}
-                for b in self.bounds]
+        rows = []
+        for b in self.bounds:
+            row = {"name": b.name, measured: b.value, "applies": b.applies, "reason": b.reason}
+            if b.lower is not None:
+                row[f"{measured}_lower"] = b.lower
+            rows.append(row)
         return {f"target_{self.target}": self.target_value, measured: self.value,
                 "bound": self.bound, "bounds": rows}
 
@@ -78,10 +84,14 @@ def _evaluate(profile: Profile, interaction: Interaction, target: str, target_va
             rows.append(BoundResult(candidate.name, candidate.theorem, False, None, reason))
             continue
         compute = candidate.epsilon if target == "delta" else candidate.delta
-        value = float(compute(profile, target_value))
+        answer = compute(profile, target_value)
+        lower = None
+        if isinstance(answer, Bracket):          # charge the certified upper end
+            answer, lower = answer.upper, float(answer.lower)
+        value = float(answer)
         if math.isnan(value):       # never let NaN through as an answer
             value = math.inf if target == "delta" else 1.0
-        rows.append(BoundResult(candidate.name, candidate.theorem, True, value, "applies"))
+        rows.append(BoundResult(candidate.name, candidate.theorem, True, value, "applies", lower))
     ordered = _sorted(rows)
     best = next((row for row in ordered if row.applies), None)
     if best is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privloss.accounting import pld_bound
 from privloss.accounting.profile import Profile
 from privloss.bounds import (adaptive_sequence, advanced, basic, heterogeneous_dp, optimal_br,
                              optimal_dp, rdp, setwise, zcdp)
@@ -29,6 +30,9 @@ HETEROGENEOUS_TOLERANCE = 1e-3
 
 @dataclass(frozen=True)
 class Candidate:
+    """``epsilon`` and ``delta`` return a float, or a :class:`~privloss.bounds.Bracket`
+    whose upper end is charged and whose lower end is reported."""
+
     name: str
     theorem: str
     #: returns None if the bound applies, else the reason it does not
@@ -235,8 +239,8 @@ CANDIDATES: tuple[Candidate, ...] = (
         "optimal-dp-heterogeneous", "optimal heterogeneous DP composition [MV] Thm 1.5 (certified lattice)",
         _need_heterogeneous_dp,
         lambda p, d: heterogeneous_dp.heterogeneous_dp_epsilon(
-            _eps(p), d, deltas=_dels(p), tolerance=HETEROGENEOUS_TOLERANCE).upper,
-        lambda p, e: heterogeneous_dp.heterogeneous_dp_delta(_eps(p), e, deltas=_dels(p)).upper,
+            _eps(p), d, deltas=_dels(p), tolerance=HETEROGENEOUS_TOLERANCE),
+        lambda p, e: heterogeneous_dp.heterogeneous_dp_delta(_eps(p), e, deltas=_dels(p)),
     ),
     Candidate(
         "optimal-br-nonadaptive", "optimal non-adaptive BR composition [CR] Thm 2 = [DDR] Thm 3 "
@@ -255,8 +259,8 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate(
         "adaptive-sequence", "exact adaptive DP/BR recursion [CR] Lemma 5.1 (certified upper end)",
         _need_sequence,
-        lambda p, d: adaptive_sequence.adaptive_sequence_epsilon(_sequence(p), d).upper,
-        lambda p, e: adaptive_sequence.adaptive_sequence_delta(_sequence(p), e).upper,
+        lambda p, d: adaptive_sequence.adaptive_sequence_epsilon(_sequence(p), d),
+        lambda p, e: adaptive_sequence.adaptive_sequence_delta(_sequence(p), e),
     ),
     Candidate(
         "ddr-adaptive-br", "efficient adaptive BR bound [DDR] Cor. 3.1 / Prop. 4",
@@ -288,5 +292,12 @@ CANDIDATES: tuple[Candidate, ...] = (
         _always,
         _rdp_epsilon,
         _rdp_delta,
+    ),
+    Candidate(
+        "pld", "numerical privacy-loss distribution of the named mechanisms, certified bracket "
+        "(Koskela et al. 2020; dominating pairs, Zhu-Dong-Wang 2022)",
+        pld_bound.why_not,
+        pld_bound.epsilon,
+        pld_bound.delta,
     ),
 )

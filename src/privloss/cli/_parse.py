@@ -24,6 +24,13 @@ def nonnegative(text: str, what: str = "value") -> float:
     return value
 
 
+def positive(text: str, what: str = "value") -> float:
+    value = _number(text, what)
+    if value <= 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"{what} must be in (0, inf), got {text!r}")
+    return value
+
+
 def delta_value(text: str, what: str = "delta") -> float:
     value = _number(text, what)
     if not 0 <= value < 1:

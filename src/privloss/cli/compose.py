@@ -7,8 +7,9 @@ import math
 
 from privloss.accounting import PrivacyAccountant
 from privloss.cli._common import CommandError, print_json
-from privloss.cli._parse import OrderedAppend, delta_value, nonnegative, split_repeat
-from privloss.events import ApproxDP, BoundedRange, Interaction, PureDP, ZCDP
+from privloss.cli._parse import OrderedAppend, delta_value, nonnegative, positive, split_repeat
+from privloss.events import (ApproxDP, BoundedRange, Gaussian, Interaction, Laplace, PureDP,
+                             RandomizedResponse, ZCDP)
 
 
 def _epsilon_spec(text: str):
@@ -19,6 +20,11 @@ def _epsilon_spec(text: str):
 def _rho_spec(text: str):
     base, count = split_repeat(text)
     return nonnegative(base, f"rho in {text!r}"), count
+
+
+def _scale_spec(text: str):
+    base, count = split_repeat(text)
+    return positive(base, f"scale in {text!r}"), count
 
 
 def _approx_spec(text: str):
@@ -41,6 +47,15 @@ def add_mechanism_flags(parser: argparse.ArgumentParser) -> None:
                        metavar="RHO[xK]", help="rho-zCDP mechanism(s), e.g. Gaussian noise")
     group.add_argument("--approx-dp", action=OrderedAppend, kind="approx-dp", type=_approx_spec,
                        metavar="EPS:DELTA[xK]", help="(epsilon, delta)-DP mechanism(s)")
+    group.add_argument("--laplace", action=OrderedAppend, kind="laplace", type=_scale_spec,
+                       metavar="SCALE[xK]", help="Laplace mechanism(s) with this noise scale")
+    group.add_argument("--gaussian", action=OrderedAppend, kind="gaussian", type=_scale_spec,
+                       metavar="SIGMA[xK]", help="Gaussian mechanism(s) with this noise sigma")
+    group.add_argument("--rr", action=OrderedAppend, kind="rr", type=_epsilon_spec,
+                       metavar="EPS[xK]", help="binary randomized response at epsilon")
+    group.add_argument("--sensitivity", type=lambda t: positive(t, "sensitivity"), default=1.0,
+                       metavar="S", help="sensitivity of the --laplace (l1) and --gaussian (l2) "
+                       "queries (default 1)")
 
 
 def events_from_args(args) -> list:
@@ -52,6 +67,12 @@ def events_from_args(args) -> list:
             events.append(BoundedRange(value, count=count))
         elif kind == "zcdp":
             events.append(ZCDP(value, count=count))
+        elif kind == "laplace":
+            events.append(Laplace(value, sensitivity=args.sensitivity, count=count))
+        elif kind == "gaussian":
+            events.append(Gaussian(value, sensitivity=args.sensitivity, count=count))
+        elif kind == "rr":
+            events.append(RandomizedResponse(value, count=count))
         else:
             events.append(ApproxDP(value[0], value[1], count=count))
     return events
@@ -99,7 +120,8 @@ def print_table(result) -> None:
 def run(args) -> int:
     accountant = PrivacyAccountant(events_from_args(args), interaction=args.interaction)
     if accountant.profile.is_empty and not args.mechanisms:
-        raise CommandError("give at least one mechanism: --dp, --br, --zcdp or --approx-dp")
+        raise CommandError("give at least one mechanism: --dp, --br, --zcdp, --approx-dp, "
+                           "--laplace, --gaussian or --rr")
     result = accountant.epsilon(args.delta) if args.delta is not None else accountant.delta(args.epsilon)
     if args.json:
         print_json(result.to_dict())
