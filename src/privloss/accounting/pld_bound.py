@@ -13,11 +13,13 @@ from functools import lru_cache
 from privloss import pld
 from privloss.accounting.profile import Profile
 from privloss.bounds import Bracket
-from privloss.events import (MECHANISM_EVENTS, ApproxDP, DiscreteGaussian, DiscreteLaplace,
-                             Gaussian, Interaction, Laplace, PureDP, RandomizedResponse)
+from privloss.events import (MECHANISM_EVENTS, ApproxDP, BoundedRange, DiscreteGaussian,
+                             DiscreteLaplace, Gaussian, Interaction, Laplace, PureDP,
+                             RandomizedResponse)
 
-#: events a PLD is known for (worst-case PLDs for PureDP and ApproxDP)
-PLD_EVENTS = MECHANISM_EVENTS + (PureDP, ApproxDP)
+#: events a PLD is known for (worst-case PLDs for PureDP, ApproxDP and BoundedRange;
+#: the BR one is the adaptive-valid envelope over t, privloss.pld.bounded_range_pld)
+PLD_EVENTS = MECHANISM_EVENTS + (PureDP, ApproxDP, BoundedRange)
 #: largest number of composed mechanisms (beyond, the other bounds are as good)
 PLD_LIMIT = 100_000
 
@@ -35,6 +37,8 @@ def _single(event) -> pld.PrivacyLossDistribution:
         return pld.discrete_gaussian_pld(event.sigma, sensitivity=event.sensitivity)
     if isinstance(event, PureDP):
         return pld.pure_dp_pld(event.epsilon)
+    if isinstance(event, BoundedRange):
+        return pld.bounded_range_pld(event.epsilon)
     return pld.approx_dp_pld(event.epsilon, event.delta)
 
 
@@ -64,7 +68,7 @@ def why_not(profile: Profile, interaction: Interaction) -> str | None:
         return ("needs a named mechanism (Laplace, Gaussian, RandomizedResponse, DiscreteLaplace, "
                 "DiscreteGaussian); for generic events the optimal bounds are exact")
     if any(not isinstance(event, PLD_EVENTS) for event, _ in profile.atoms):
-        return "needs named mechanisms, PureDP or ApproxDP events only (no BR or zCDP)"
+        return "needs named mechanisms, PureDP, ApproxDP or BoundedRange events only (no zCDP/CDP)"
     if profile.size > PLD_LIMIT:
         return f"more than {PLD_LIMIT} mechanisms"
     return None

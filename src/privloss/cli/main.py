@@ -11,10 +11,10 @@ import argparse
 import sys
 
 from privloss import __version__
-from privloss.cli import calibrate, compose, sample
+from privloss.cli import calibrate, compose, sample, tradeoff
 from privloss.cli._common import CommandError
 
-COMMAND_MODULES = (compose, calibrate, sample)
+COMMAND_MODULES = (compose, calibrate, sample, tradeoff)
 
 
 class _OneLineParser(argparse.ArgumentParser):

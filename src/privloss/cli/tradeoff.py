@@ -165,40 +165,49 @@ def _write_csv(path: str, curves: list[Curve], points: int, clt: bool) -> None:
 
 def _plot(path: str, curves: list[Curve], points: int, clt: bool) -> None:
     try:
-        from privloss.fdp.plot import plot_tradeoffs
-        import matplotlib  # noqa: F401 - availability check only
+        import matplotlib
     except ImportError:
         raise CommandError("--plot needs matplotlib: pip install 'privloss[plot]'") from None
+    del matplotlib      # only checked here; privloss.fdp.plot imports it itself
+    from privloss.fdp.plot import plot_tradeoffs
     from privloss.fdp import GaussianTradeoff, TradeoffBracket
 
-    items, labels = [], []
+    items, labels, dashed = [], [], []
     for curve in curves:
         items.append(curve.lower if curve.kind == "exact"
                      else TradeoffBracket(curve.lower, curve.upper, curve.label))
         labels.append(curve.label)
+        dashed.append(False)
         # the CLT curve of a Gaussian composition is the exact curve itself: skip it
         if clt and curve.clt_mu is not None and not curve.label.startswith("Gaussian"):
             items.append(GaussianTradeoff(curve.clt_mu))
             labels.append(f"CLT approx. of {curve.label} (mu={curve.clt_mu:.3g})")
+            dashed.append(True)
     try:
-        plot_tradeoffs(items, labels=labels, path=path, points=points)
+        plot_tradeoffs(items, labels=labels, dashed=dashed, path=path, points=points)
     except (OSError, ValueError) as error:
         raise CommandError(f"cannot write --plot {path}: {error}") from None
 
 
 def _print_table(curves: list[Curve], clt: bool) -> None:
-    header = "".join(f"  beta({a:g})" for a in TABLE_ALPHAS)
-    width = max(len(curve.label) for curve in curves)
-    print(f"{'curve':<{width}}  {'kind':<17}{header}" + ("  CLT mu (approx.)" if clt else ""))
+    rows = []
     for curve in curves:
         cells = []
         for a in TABLE_ALPHAS:
             low, high = curve.lower(a), curve.upper(a)
-            cells.append(f"{low:11.6f}" if high - low < 5e-7 else f"{low:8.5f}+{high - low:.0e}")
+            # a bracket shows its certified lower end and its width
+            cells.append(f"{low:.6f}" if high - low < 5e-7 else f"{low:.6f}(+{high - low:.0e})")
+        rows.append(cells)
+    titles = [f"beta({a:g})" for a in TABLE_ALPHAS]
+    column = max(len(text) for text in titles + [c for cells in rows for c in cells])
+    width = max(len(curve.label) for curve in curves)
+    print(f"{'curve':<{width}}  {'kind':<17}" + "".join(f"  {t:>{column}}" for t in titles)
+          + ("  CLT mu (approx.)" if clt else ""))
+    for curve, cells in zip(curves, rows):
         extra = f"  {curve.clt_mu:.6g}" if clt and curve.clt_mu is not None else ""
-        print(f"{curve.label:<{width}}  {curve.kind:<17}" + "".join(f"  {c:>11}" for c in cells) + extra)
+        print(f"{curve.label:<{width}}  {curve.kind:<17}" + "".join(f"  {c:>{column}}" for c in cells) + extra)
     print("beta(alpha): smallest type II error (missed detection) of any attack whose type I error"
-          " (false accusation) is alpha; 1 - alpha = perfect privacy. Brackets: certified lower+width.")
+          " (false accusation) is alpha; 1 - alpha = perfect privacy. Brackets: certified lower end (+width).")
 
 
 def run(args) -> int:

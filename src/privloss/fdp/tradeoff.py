@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr, ndtri
+from scipy.special import ndtr, ndtri
 
 from privloss.bounds._numeric import check_count, check_nonnegative, check_positive, check_probability
 
@@ -344,7 +344,3 @@ def identity_tradeoff() -> PiecewiseLinearTradeoff:
     curve.symmetric = True
     return curve
 
-
-def log_gaussian_tail(z) -> np.ndarray:
-    """log Phi(z), exposed for callers that need G_mu in log space."""
-    return log_ndtr(z)

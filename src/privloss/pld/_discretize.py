@@ -12,13 +12,19 @@ error in u is pushed toward b (more mass at the higher loss only increases
 delta).
 
 Optimistic side, "merge and shift" (derived for privloss): the outputs are
-merged into cells (l_j - h/2, l_j + h/2] around each grid point l_j = j h.
+merged into cells (l_j - h/2, l_j + h/2] around each grid point l_j = j h
+(edges offset by the second-order correction of :func:`_cell_edges`).
 Merging is a post-processing, so the merged pair is dominated. A cell's
 merged loss log(P_c / Q_c) is within O(h^2) of l_j for smooth laws; cells
 whose merged loss is below their grid point by at most ``nu`` are kept at l_j
 and the whole law is declared shifted by ``nu`` (delta_true(eps) >=
 delta_grid(eps + nu)); cells further below go one grid point down (their loss
 only decreases). ``nu`` is chosen to minimise nu + sum of (mass x extra drop).
+
+Both sides also carry the "edge shift" of the continuous part: the real loss
+interval behind a float edge may differ from it by a few ulps, which is
+absorbed as a loss shift (upward for the pessimistic law, downward for the
+optimistic one) instead of as mass error.
 """
 
 from __future__ import annotations

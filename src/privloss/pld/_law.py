@@ -192,7 +192,6 @@ class LossLaw:
         All three are sums of non-negative terms (relative error ~ 3 n u).
         """
         m = self.masses
-        n = m.size
         decay = math.exp(-self.step)
         factor = -math.expm1(-self.step)
         tail = np.concatenate(([0.0], np.cumsum(m[::-1])[:-1]))     # tail[t] = sum of last t masses
@@ -239,8 +238,6 @@ class LossLaw:
                 return 0.0 if guess < 0 else math.inf
             return self._certify_upper(max(guess + self.shift, 0.0), delta)
         target = (delta + self.error) / (1 - rel)
-        if target >= 1.0 + self.infinity_mass:
-            return 0.0
         guess = self._grid_epsilon(target)
         if math.isinf(guess):
             return 0.0 if guess < 0 else math.inf

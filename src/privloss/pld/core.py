@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from privloss.bounds._numeric import Bracket, check_count, check_nonnegative, check_probability
 from privloss.pld._discretize import optimistic_law, pessimistic_law
 from privloss.pld._law import LossLaw
@@ -114,7 +116,7 @@ class PrivacyLossDistribution:
     @classmethod
     def identity(cls, *, step: float = DEFAULT_STEP) -> "PrivacyLossDistribution":
         """The PLD of a mechanism that reveals nothing (loss 0 with probability 1)."""
-        return cls.from_spec(LossSpec(*_zero_atom()), step=step, description="identity")
+        return cls.from_spec(LossSpec(np.array([0.0]), np.array([1.0])), step=step, description="identity")
 
     # ------------------------------------------------------------------
     # properties
@@ -230,8 +232,3 @@ class PrivacyLossDistribution:
         return (f"PrivacyLossDistribution({self.description or 'unnamed'}; {kind}, step={self.step:g}, "
                 f"{self.grid_points} grid points)")
 
-
-def _zero_atom():
-    import numpy as np
-
-    return np.array([0.0]), np.array([1.0])
