@@ -57,6 +57,14 @@ evaluation and the insert.
 The file is opened afresh for every operation (no connection is kept), so a
 :class:`Ledger` object is safe to share between threads and to pass to
 ``fork``/``spawn`` children.
+
+Public API: :class:`Ledger` (``create_dataset``, ``datasets``, ``show``,
+``history``, ``events``, ``lookup``, ``release``, ``release_with_receipt``),
+:class:`Receipt`, :func:`check_dataset_name`, the errors :class:`LedgerError`,
+:class:`LedgerBudgetError`, :class:`UnknownDatasetError`,
+:class:`DatasetExistsError`; event and key (de)serialisation in
+:mod:`privloss.analytics._serialize` (``canonical_query_key``,
+``event_to_json``, ``event_from_json``). CLI helpers: :mod:`privloss.cli.ledger`.
 """
 
 from __future__ import annotations
@@ -78,6 +86,9 @@ from privloss.analytics._serialize import (canonical_query_key, events_from_text
                                            result_from_text, result_to_text)
 from privloss.bounds._numeric import check_positive, check_probability
 from privloss.events import Event, Interaction
+
+__all__ = ["Ledger", "Receipt", "LedgerError", "LedgerBudgetError", "UnknownDatasetError",
+           "DatasetExistsError", "check_dataset_name", "LEDGER_INTERACTIONS", "DEFAULT_TIMEOUT"]
 
 #: ``PRAGMA application_id`` of a privloss ledger ("PLLG"): marks the file as ours
 APPLICATION_ID = 0x504C4C47
@@ -121,9 +132,6 @@ class LedgerError(Exception):
 
 class UnknownDatasetError(LedgerError, LookupError):
     """No dataset of that name in the ledger."""
-
-    def __str__(self) -> str:        # LookupError would quote the message
-        return str(self.args[0])
 
 
 class DatasetExistsError(LedgerError, ValueError):
@@ -250,6 +258,7 @@ class Ledger:
         self._timeout = check_positive("timeout", timeout)
         self._path = os.path.abspath(text)
         self._create = bool(create)
+        self._mode = "rwc" if create else "rw"
         if not create and not os.path.exists(self._path):
             raise LedgerError(f"no ledger file at {self._path}")
         if os.path.isdir(self._path):
@@ -264,8 +273,7 @@ class Ledger:
     @contextlib.contextmanager
     def _connect(self):
         """A fresh connection in autocommit mode (transactions are explicit)."""
-        mode = "rwc" if self._create else "rw"
-        uri = f"file:{urllib.parse.quote(self._path)}?mode={mode}"
+        uri = f"file:{urllib.parse.quote(self._path)}?mode={self._mode}"
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=self._timeout, isolation_level=None)
         except sqlite3.Error as error:
@@ -308,21 +316,25 @@ class Ledger:
 
     def _initialise(self) -> None:
         with self._connect() as conn:
-            state = self._schema_state(conn)
-            if state == "ready":
-                return
-            if not self._create:
-                raise LedgerError(f"{self._path} is not a privloss ledger (empty database)")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise LedgerError(f"cannot put ledger {self._path} in WAL mode (got {mode!r}); "
-                                  f"is it on a network file system?")
-            with self._transaction(conn, write=True):
-                if self._schema_state(conn) == "empty":      # another process may have won
-                    for statement in _SCHEMA:
-                        conn.execute(statement)
-                    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            with self._transaction(conn, write=False):    # one snapshot of the three reads
+                state = self._schema_state(conn)
+            if state == "empty":
+                self._create_schema(conn)
+        self._mode = "rw"          # from now on a vanished file is an error, never recreated
+
+    def _create_schema(self, conn) -> None:
+        if not self._create:
+            raise LedgerError(f"{self._path} is not a privloss ledger (empty database)")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise LedgerError(f"cannot put ledger {self._path} in WAL mode (got {mode!r}); "
+                              f"is it on a network file system?")
+        with self._transaction(conn, write=True):
+            if self._schema_state(conn) == "empty":      # another process may have won
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _schema_state(self, conn) -> str:
         application_id = conn.execute("PRAGMA application_id").fetchone()[0]

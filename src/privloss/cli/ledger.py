@@ -124,7 +124,8 @@ def _print_summary(summary: dict) -> None:
           f"delta = {summary['budget_delta']:g}")
     print(f"  spent      epsilon = {_format(summary['spent_epsilon'])}, "
           f"delta = {summary['spent_delta']:g} "
-          f"({summary['releases']} releases; bound: {summary['bound']})")
+          f"({summary['releases']} release{'' if summary['releases'] == 1 else 's'}; "
+          f"bound: {summary['bound']})")
     print(f"  remaining  epsilon = {_format(summary['remaining_epsilon'])}")
 
 

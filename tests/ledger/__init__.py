@@ -1,0 +1,1 @@
+"""Tests of the durable privacy-budget ledger (privloss.analytics.ledger)."""
