@@ -11,10 +11,11 @@ import argparse
 import sys
 
 from privloss import __version__
-from privloss.cli import calibrate, compose, demo, histogram, ledger, sample, topk, tradeoff
+from privloss.cli import (calibrate, compose, demo, histogram, ledger, reproduce, sample, topk,
+                          tradeoff)
 from privloss.cli._common import CommandError
 
-COMMAND_MODULES = (compose, calibrate, sample, tradeoff, ledger, histogram, topk, demo)
+COMMAND_MODULES = (compose, calibrate, sample, tradeoff, ledger, histogram, topk, demo, reproduce)
 
 
 class _OneLineParser(argparse.ArgumentParser):
