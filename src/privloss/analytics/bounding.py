@@ -13,7 +13,10 @@ Rows are (user, item) pairs.  Let ``c(u, i)`` be the number of rows of user
 The bounded histogram is ``h(i) = sum over users u keeping i of min(c(u, i), linf)``.
 
 **The random choice.**  Each distinct pair gets a *selection key*; a user keeps
-the ``l0`` items with the smallest ``(key(u, i), code(i), i)``.  Keys are a
+the ``l0`` items with the smallest ``(key(u, i), code(i), i)``.  Users are
+always told apart by their exact id, never by their code: md5 prefixes can be
+made to collide on purpose, and a user merged with another one could change up
+to ``2 l0`` counts.  A code collision only makes two choices correlated.  Keys are a
 keyed hash computed inside the engine, with only integer operations that give
 identical results in DuckDB, Spark and Python, so every engine chooses the same
 subsets for the same seed (this is what makes engine results equal):
@@ -22,23 +25,23 @@ subsets for the same seed (this is what makes engine results equal):
   other column the first 15 hex digits of ``md5(text(v))`` read as an integer
   (60 bits), where ``text`` is the engine's cast to string (identical in DuckDB
   and Spark for strings and integers; CSV files are read as text by both);
-* limbs of a 64-bit code ``v``: ``v & (2^30-1)``, ``(v >> 30) & (2^30-1)``,
-  ``(v >> 60) & 15`` (arithmetic shift, two's complement);
-* with ``P = 2^31 - 1`` and ``pow5(t) = t^5 mod P`` (a permutation of
-  ``Z_P`` since ``gcd(5, P - 1) = 1``) and nine round keys ``K0..K8`` in
-  ``[0, P)`` derived from the seed by SHA-256:
+* 32-bit lanes of a code ``v``: ``lo(v) = v & M``, ``hi(v) = (v >> 32) & M``
+  with ``M = 2^32 - 1`` (arithmetic shift, two's complement);
+* ``mix(x)`` for ``x`` in ``[0, 2^32)``: ``x = ((x >> 16) ^ x) * C & M`` twice,
+  then ``(x >> 16) ^ x``, with ``C = 0x45d9f3b`` (a bijection of 32-bit words
+  with full avalanche, T. Mueller's integer hash);
+* four round keys ``K0..K3`` in ``[0, 2^32)`` derived from the seed by SHA-256:
 
-  ``a = pow5((K0 + K1 u0 + K2 u1 + K3 u2) mod P)`` (depends on the user only),
-  ``b = pow5((a + K4 i0 + K5 i1 + K6 i2) mod P)``,
-  ``key = pow5((b + K7 a + K8) mod P)``.
+  ``a = mix(((mix((lo(u) + K0) & M) ^ hi(u)) + K1) & M)`` (the user only),
+  ``key = mix(((mix(((a + lo(i)) & M) ^ K2) ^ hi(i)) + K3) & M)``.
 
-  Every intermediate product is below ``2^63``, so no engine overflows (Spark's
-  ANSI mode would raise; DuckDB raises on overflow too).
+  Every intermediate is below ``2^59``, so no engine overflows (Spark's ANSI
+  mode and DuckDB both raise on overflow) and no floating point is involved.
 
 For one user the item keys behave as independent uniform values, so the kept
-subset is uniform among the ``l0``-subsets (checked by a chi-square test in
+subset is uniform among the ``l0``-subsets (checked by chi-square tests in
 ``tests/analytics``); the user term ``a`` makes different users' choices
-independent.  Keys are 31 bits: ties (probability at most ``n^2 / 2^32`` for
+independent.  Keys are 32 bits: ties (probability at most ``n^2 / 2^33`` for
 a user with ``n`` items) fall back to ``code(i)`` and then to the label.
 
 Privacy guarantee
@@ -56,13 +59,13 @@ Citation
 --------
 Contribution bounding as in Wilson et al., "Differentially Private SQL with
 Bounded User Contribution" (PoPETs 2020), and Rogers et al., "LinkedIn's
-Audience Engagements API" (arXiv:2002.05839); the round function is MiMC-style
-(Albrecht et al., ASIACRYPT 2016) over the Mersenne prime ``2^31 - 1``.
+Audience Engagements API" (arXiv:2002.05839); ``mix`` is Thomas Mueller's
+32-bit integer hash (constant ``0x45d9f3b``, https://stackoverflow.com/a/12996028).
 
 Runtime
 -------
-Python reference: ``O(1)`` big-int operations per pair.  Engines: a handful of
-vectorised integer operations per distinct pair.
+About 40 vectorised integer operations (shifts, xors, masks, small products)
+per distinct (user, item) pair; no division, no floating point.
 """
 
 from __future__ import annotations
@@ -72,32 +75,32 @@ import numbers
 from dataclasses import dataclass
 
 __all__ = [
-    "MODULUS",
-    "LIMB_BITS",
-    "LIMB_MASK",
-    "TOP_LIMB_MASK",
+    "LANE_BITS",
+    "LANE_MASK",
+    "MIX_MULTIPLIER",
+    "MIX_SHIFT",
     "SEED_BITS",
     "ContributionBounds",
     "SelectionKey",
     "check_bounds",
     "draw_seed",
     "integer_code",
+    "mix32",
     "text_code",
     "text_code_digits",
 ]
 
-#: Mersenne prime 2^31 - 1: products of two residues stay below 2^62.
-MODULUS = (1 << 31) - 1
-LIMB_BITS = 30
-LIMB_MASK = (1 << LIMB_BITS) - 1
-#: The top 4 bits of a signed 64-bit code (after the arithmetic shift by 60).
-TOP_LIMB_MASK = 15
+LANE_BITS = 32
+LANE_MASK = (1 << LANE_BITS) - 1
+#: Below 2^27, so ``x * MIX_MULTIPLIER < 2^59`` for any 32-bit ``x``.
+MIX_MULTIPLIER = 0x45D9F3B
+MIX_SHIFT = 16
 #: Bits of a seed drawn from the secure source.
 SEED_BITS = 128
 #: Hex digits of md5(text) kept as the code of a non-integer value (60 bits).
 text_code_digits = 15
-_ROUND_KEYS = 9
-_DOMAIN_TAG = b"privloss/analytics/l0-selection/v1"
+_ROUND_KEYS = 4
+_DOMAIN_TAG = b"privloss/analytics/l0-selection/v2"
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 
@@ -152,13 +155,15 @@ def text_code(text: str) -> int:
     return int(digest[:text_code_digits], 16)
 
 
-def _limbs(code: int) -> tuple[int, int, int]:
-    return code & LIMB_MASK, (code >> LIMB_BITS) & LIMB_MASK, (code >> 2 * LIMB_BITS) & TOP_LIMB_MASK
+def mix32(x: int) -> int:
+    """Mueller's 32-bit integer hash (a bijection of ``[0, 2^32)``)."""
+    x = ((x >> MIX_SHIFT) ^ x) * MIX_MULTIPLIER & LANE_MASK
+    x = ((x >> MIX_SHIFT) ^ x) * MIX_MULTIPLIER & LANE_MASK
+    return (x >> MIX_SHIFT) ^ x
 
 
-def _pow5(t: int) -> int:
-    square = t * t % MODULUS
-    return square * square % MODULUS * t % MODULUS
+def _lanes(code: int) -> tuple[int, int]:
+    return code & LANE_MASK, (code >> LANE_BITS) & LANE_MASK
 
 
 @dataclass(frozen=True)
@@ -173,7 +178,7 @@ class SelectionKey:
 
     @classmethod
     def from_seed(cls, seed) -> "SelectionKey":
-        """Derive the nine round keys from a non-negative integer ``seed`` (SHA-256)."""
+        """Derive the round keys from a non-negative integer ``seed`` (SHA-256)."""
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
             raise TypeError(f"seed must be a non-negative integer or None, got "
                             f"{type(seed).__name__} {seed!r}")
@@ -185,20 +190,19 @@ class SelectionKey:
         for index in range(_ROUND_KEYS):
             digest = hashlib.sha256(_DOMAIN_TAG + b"\x00" + seed_bytes + b"\x00"
                                     + bytes([index])).digest()
-            # 64 bits reduced mod P: bias below 2^-32, irrelevant for a mixer
-            keys.append(int.from_bytes(digest[:8], "big") % MODULUS)
+            keys.append(int.from_bytes(digest[:4], "big"))
         return cls(tuple(keys))
 
     def user_term(self, user_code: int) -> int:
         """``a``: the per-user term (depends on the user only)."""
         k = self.round_keys
-        u0, u1, u2 = _limbs(user_code)
-        return _pow5((k[0] + k[1] * u0 + k[2] * u1 + k[3] * u2) % MODULUS)
+        low, high = _lanes(user_code)
+        return mix32(((mix32((low + k[0]) & LANE_MASK) ^ high) + k[1]) & LANE_MASK)
 
     def key(self, user_code: int, item_code: int) -> int:
-        """The selection key of a (user, item) pair, in ``[0, 2^31 - 1)``."""
+        """The selection key of a (user, item) pair, in ``[0, 2^32)``."""
         k = self.round_keys
         a = self.user_term(user_code)
-        i0, i1, i2 = _limbs(item_code)
-        b = _pow5((a + k[4] * i0 + k[5] * i1 + k[6] * i2) % MODULUS)
-        return _pow5((b + k[7] * a + k[8]) % MODULUS)
+        low, high = _lanes(item_code)
+        inner = mix32(((a + low) & LANE_MASK) ^ k[2])
+        return mix32(((inner ^ high) + k[3]) & LANE_MASK)

@@ -4,7 +4,7 @@ Definition
 ----------
 Same steps as :mod:`privloss.analytics.engines.duckdb_engine`: ``groupBy(u, i)``
 counts; the selection key of :mod:`privloss.analytics.bounding` as ``long``
-column arithmetic (all products below ``2^63``, so ANSI mode never overflows);
+column arithmetic (all values below ``2^59``, so ANSI mode never overflows);
 ``row_number()`` over ``Window.partitionBy(u).orderBy(key, item_code, i)``
 kept ``<= l0``; ``sum(least(c, linf))`` by item; ordered by count desc then
 item and limited to ``top + 1`` rows.  The aggregated histogram is cached
@@ -35,7 +35,9 @@ seconds, so use DuckDB below tens of millions of rows.
 
 from __future__ import annotations
 
-from privloss.analytics.bounding import (LIMB_BITS, LIMB_MASK, MODULUS, TOP_LIMB_MASK,
+import os
+
+from privloss.analytics.bounding import (LANE_BITS, LANE_MASK, MIX_MULTIPLIER, MIX_SHIFT,
                                          ContributionBounds, SelectionKey, text_code_digits)
 from privloss.analytics.engines._result import EngineResult, check_columns, raise_for_stats
 from privloss.analytics.inputs import (FileInput, FrameInput, QueryInput, RelationInput,
@@ -67,8 +69,6 @@ def get_session():
 
 
 def _no_master_configured() -> bool:
-    import os
-
     return "MASTER" not in os.environ and "spark.master" not in \
         os.environ.get("PYSPARK_SUBMIT_ARGS", "")
 
@@ -105,7 +105,15 @@ def _frame_from_python(session, inp: FrameInput):
         import pyarrow
 
         frame = pyarrow.Table.from_batches([frame])
+    if inp.kind != "pandas" and _spark_major() < 4:  # Arrow tables need Spark 4
+        frame = frame.to_pandas()
     return session.createDataFrame(frame)
+
+
+def _spark_major() -> int:
+    import pyspark
+
+    return int(pyspark.__version__.split(".")[0])
 
 
 def _code(functions, column, is_integer: bool):
@@ -115,34 +123,35 @@ def _code(functions, column, is_integer: bool):
     return functions.conv(functions.substring(digest, 1, text_code_digits), 16, 10).cast("long")
 
 
-def _limbs(functions, code):
-    return (code.bitwiseAND(LIMB_MASK),
-            functions.shiftright(code, LIMB_BITS).bitwiseAND(LIMB_MASK),
-            functions.shiftright(code, 2 * LIMB_BITS).bitwiseAND(TOP_LIMB_MASK))
+def _mix(functions, frame, value, target: str):
+    """``frame`` with column ``target = mix32(value)`` (one projection per step)."""
+    f = functions
+    frame = frame.withColumn("_x", value)
+    for _ in range(2):
+        frame = frame.withColumn(
+            "_x", (f.shiftright(f.col("_x"), MIX_SHIFT).bitwiseXOR(f.col("_x"))
+                   * f.lit(MIX_MULTIPLIER).cast("long")).bitwiseAND(LANE_MASK))
+    frame = frame.withColumn(target, f.shiftright(f.col("_x"), MIX_SHIFT).bitwiseXOR(f.col("_x")))
+    return frame.drop("_x")
 
 
 def _keyed(functions, pairs, key: SelectionKey, user_is_integer: bool, item_is_integer: bool):
     """``pairs`` with ``ic`` (item code) and ``sk`` (selection key) columns."""
     f = functions
     k = [f.lit(value).cast("long") for value in key.round_keys]
-    p = f.lit(MODULUS).cast("long")
+    uc, ic = f.col("uc"), f.col("ic")
 
-    def pow5(frame, source: str, target: str):
-        frame = frame.withColumn("_q", f.col(source) * f.col(source) % p)
-        frame = frame.withColumn(target, f.col("_q") * f.col("_q") % p * f.col(source) % p)
-        return frame.drop("_q")
+    def high(code):
+        return f.shiftright(code, LANE_BITS).bitwiseAND(LANE_MASK)
 
     frame = pairs.withColumn("uc", _code(f, f.col("u"), user_is_integer)) \
                  .withColumn("ic", _code(f, f.col("i"), item_is_integer))
-    u0, u1, u2 = _limbs(f, f.col("uc"))
-    frame = frame.withColumn("_t", (k[0] + k[1] * u0 + k[2] * u1 + k[3] * u2) % p)
-    frame = pow5(frame, "_t", "_a")
-    i0, i1, i2 = _limbs(f, f.col("ic"))
-    frame = frame.withColumn("_t", (f.col("_a") + k[4] * i0 + k[5] * i1 + k[6] * i2) % p)
-    frame = pow5(frame, "_t", "_b")
-    frame = frame.withColumn("_t", (f.col("_b") + k[7] * f.col("_a") + k[8]) % p)
-    frame = pow5(frame, "_t", "sk")
-    return frame.drop("uc", "_t", "_a", "_b")
+    frame = _mix(f, frame, (uc.bitwiseAND(LANE_MASK) + k[0]).bitwiseAND(LANE_MASK), "_a")
+    frame = _mix(f, frame, (f.col("_a").bitwiseXOR(high(uc)) + k[1]).bitwiseAND(LANE_MASK), "_a")
+    frame = _mix(f, frame, ((f.col("_a") + ic.bitwiseAND(LANE_MASK)).bitwiseAND(LANE_MASK))
+                 .bitwiseXOR(k[2]), "_b")
+    frame = _mix(f, frame, (f.col("_b").bitwiseXOR(high(ic)) + k[3]).bitwiseAND(LANE_MASK), "sk")
+    return frame.drop("uc", "_a", "_b")
 
 
 def _spark_error_types():

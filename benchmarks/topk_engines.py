@@ -1,0 +1,184 @@
+"""Bounded histogram inside DuckDB (and Spark) against a raw DuckDB GROUP BY.
+
+Data: ``--rows`` synthetic (user, item) rows (default 10 million), users with
+1..``--max-per-user`` rows each (uniform, default 50), items Zipf(``--zipf``)
+over ``--items`` labels (default 1.1 over 100,000), both int64, written once to
+a Parquet file (or ``--data`` to reuse one).  Every measurement runs in its own
+child process reading that file, so its peak RSS (``VmHWM``) is its own; times
+are the best and the median of ``--repeat`` runs inside that process.  The
+Spark child's RSS is the Python driver's only (the JVM is a separate process).
+
+Measured, all returning the top ``--top`` + 1 items:
+
+* ``raw_groupby``   SELECT item, count(*) ... GROUP BY item (no bounding);
+* ``raw_distinct``  count(DISTINCT user) per item (exact, unbounded, the
+  non-private counterpart of linf = 1);
+* ``privloss_duckdb_linf`` bounded_histogram(l0=None, linf=--linf);
+* ``privloss_duckdb_l0``   bounded_histogram(l0=--l0, linf=--linf);
+* ``privloss_spark_l0``    the same on Spark local (``--spark``; the session
+  start-up is reported separately and excluded from the time).
+
+Run:  python benchmarks/topk_engines.py [--rows 10000000] [--spark] [--json out.json]
+Targets (issue 5): privloss on DuckDB within 3x the raw GROUP BY; peak memory
+under 1 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+MEASUREMENTS = ("raw_groupby", "raw_distinct", "privloss_duckdb_linf", "privloss_duckdb_l0")
+
+
+def generate(path: str, rows: int, max_per_user: int, items: int, zipf: float, seed: int):
+    """Write the synthetic rows to a Parquet file; return (users, distinct items)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, max_per_user + 1, size=rows // ((1 + max_per_user) // 2) + 1000)
+    ends = np.cumsum(sizes)
+    users = int(np.searchsorted(ends, rows)) + 1
+    sizes = sizes[:users]
+    sizes[-1] -= int(ends[users - 1]) - rows
+    user_ids = np.repeat(np.arange(users, dtype=np.int64), sizes)
+    labels = rng.zipf(zipf, size=rows)
+    too_big = labels > items
+    while too_big.any():  # truncated Zipf by rejection
+        labels[too_big] = rng.zipf(zipf, size=int(too_big.sum()))
+        too_big = labels > items
+    order = rng.permutation(rows)
+    table = pa.table({"user_id": user_ids[order], "item": labels.astype(np.int64)[order]})
+    pq.write_table(table, path)
+    return users, int(np.unique(labels).size)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process in MB.
+
+    ``VmHWM`` (Linux) starts afresh at ``exec``; ``ru_maxrss`` would include the
+    parent's peak before the fork, so it is only the fallback."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _timed(function, repeat: int):
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = function()
+        times.append(time.perf_counter() - start)
+    return min(times), statistics.median(times), result
+
+
+def child(args) -> dict:
+    """One measurement, in this (fresh) process."""
+    name, path, top = args.child, args.data, args.top
+    out = {"name": name}
+    if name.startswith("raw_"):
+        import duckdb
+
+        connection = duckdb.connect()
+        aggregate = "count(*)" if name == "raw_groupby" else "count(DISTINCT user_id)"
+        sql = (f"SELECT item, {aggregate} AS c FROM read_parquet('{path}') GROUP BY item "
+               f"ORDER BY c DESC, item LIMIT {top + 1}")
+        best, median, result = _timed(lambda: connection.execute(sql).fetchall(), args.repeat)
+        out["top_count"] = int(result[0][1])
+    else:
+        from privloss.analytics import bounded_histogram
+
+        engine = "spark" if name.startswith("privloss_spark") else "duckdb"
+        l0 = None if name.endswith("_linf") else args.l0
+        if engine == "spark":
+            from privloss.analytics.engines.spark_engine import get_session
+
+            start = time.perf_counter()
+            get_session().sparkContext.setLogLevel("ERROR")
+            out["startup_s"] = time.perf_counter() - start
+        best, median, result = _timed(
+            lambda: bounded_histogram(path, user_column="user_id", item_column="item", l0=l0,
+                                      linf=args.linf, top=top, engine=engine, seed=1),
+            args.repeat)
+        out["top_count"] = int(result.counts[0])
+        out["total_items"] = int(result.total_items)
+    out.update(best_s=best, median_s=median, peak_rss_mb=peak_rss_mb())
+    return out
+
+
+def run_child(args, name: str) -> dict:
+    command = [sys.executable, os.path.abspath(__file__), "--child", name, "--data", args.data,
+               "--top", str(args.top), "--l0", str(args.l0), "--linf", str(args.linf),
+               "--repeat", str(args.repeat)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{name} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--max-per-user", type=int, default=50)
+    parser.add_argument("--items", type=int, default=100_000)
+    parser.add_argument("--zipf", type=float, default=1.1)
+    parser.add_argument("--l0", type=int, default=10)
+    parser.add_argument("--linf", type=int, default=1)
+    parser.add_argument("--top", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--spark", action="store_true", help="also run privloss on Spark local")
+    parser.add_argument("--data", help="reuse this Parquet file (columns user_id, item)")
+    parser.add_argument("--json", help="write the results to this file")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args)))
+        return 0
+    with tempfile.TemporaryDirectory() as scratch:
+        info = {}
+        if args.data is None:
+            args.data = os.path.join(scratch, "rows.parquet")
+            start = time.perf_counter()
+            users, distinct = generate(args.data, args.rows, args.max_per_user, args.items,
+                                       args.zipf, args.seed)
+            info = {"users": users, "distinct_items": distinct,
+                    "generate_s": time.perf_counter() - start}
+        names = list(MEASUREMENTS) + (["privloss_spark_l0"] if args.spark else [])
+        results = [run_child(args, name) for name in names]
+    raw = results[0]["best_s"]
+    print(f"{args.rows:,} rows, <= {args.max_per_user} rows/user, Zipf({args.zipf}) over "
+          f"{args.items:,} items; l0={args.l0}, linf={args.linf}, top={args.top}; "
+          f"{os.cpu_count()} cores, {platform.python_implementation()} "
+          f"{platform.python_version()}  {info}")
+    print(f"{'measurement':24s} {'best s':>8s} {'median s':>9s} {'x raw':>7s} {'peak MB':>8s}")
+    for row in results:
+        row["ratio_to_raw_groupby"] = row["best_s"] / raw
+        print(f"{row['name']:24s} {row['best_s']:8.3f} {row['median_s']:9.3f} "
+              f"{row['ratio_to_raw_groupby']:7.1f} {row['peak_rss_mb']:8.0f}"
+              + (f"   (+ {row['startup_s']:.1f} s Spark start-up)" if "startup_s" in row else ""))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"parameters": vars(args), "data": info, "results": results}, handle,
+                      indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
