@@ -1,6 +1,5 @@
 """Privacy filter: refuses over-budget events and leaves its state unchanged."""
 
-import math
 import threading
 
 import pytest

@@ -236,3 +236,15 @@ class NoisyRelease:
         """True iff every coordinate of ``truth`` lies in [lower, upper]."""
         error = np.abs(np.asarray(self.value, dtype=float) - np.asarray(truth, dtype=float))
         return bool(np.all(error <= self.half_width))
+
+
+class WithErrorBars:
+    """Adds :meth:`release_with_error` to a mechanism that defines ``release`` and
+    ``confidence_interval_half_width(beta, dimension)``."""
+
+    def release_with_error(self, value, beta, *, budget=None) -> NoisyRelease:
+        """``release`` plus the simultaneous half-width at confidence 1 - beta."""
+        beta = check_beta(beta)
+        dimension = max(1, int(np.size(value)))
+        output = self.release(value, budget=budget)
+        return NoisyRelease(output, self.confidence_interval_half_width(beta, dimension), beta)

@@ -23,13 +23,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import numpy as np
 
 from privloss.bounds._numeric import check_nonnegative, check_probability, invert_delta, safe_delta
 from privloss.bounds.gaussian import analytic_gaussian_sigma, classical_gaussian_sigma
 from privloss.bounds.zcdp import zcdp_rho_for
 from privloss.events import ApproxDP, ZCDP
-from privloss.mechanisms.accuracy import (NoisyRelease, check_beta, check_dimension,
+from privloss.mechanisms.accuracy import (NoisyRelease, WithErrorBars, check_beta, check_dimension,
                                           discrete_gaussian_half_width)
 from privloss.mechanisms.base import Mechanism
 from privloss.mechanisms.laplace import (add_exactly, check_bounds, check_grid_exponent, check_l0,
@@ -248,7 +247,7 @@ class _GaussianEvents:
         return float(discrete_gaussian_variance(self._noise_sigma_squared))
 
 
-class DiscreteGaussianMechanism(_GaussianEvents, Mechanism):
+class DiscreteGaussianMechanism(WithErrorBars, _GaussianEvents, Mechanism):
     """Integer-valued query plus exact discrete Gaussian noise.
 
     Definition
@@ -334,13 +333,6 @@ class DiscreteGaussianMechanism(_GaussianEvents, Mechanism):
     def confidence_interval_half_width(self, beta, dimension: int = 1) -> int:
         """Smallest integer w with P[max_i |x_i - release_i| > w] <= beta (exact pmf)."""
         return discrete_gaussian_half_width(self.sigma_squared, beta, dimension)
-
-    def release_with_error(self, value, beta, *, budget=None) -> NoisyRelease:
-        """``release`` plus the simultaneous half-width at confidence 1 - beta."""
-        beta = check_beta(beta)
-        dimension = max(1, int(np.size(value)))
-        output = self.release(value, budget=budget)
-        return NoisyRelease(output, self.confidence_interval_half_width(beta, dimension), beta)
 
     def __repr__(self) -> str:
         return (f"DiscreteGaussianMechanism(sensitivity={self.sensitivity}, "

@@ -22,7 +22,7 @@ from fractions import Fraction
 import numpy as np
 
 from privloss.events import PureDP
-from privloss.mechanisms.accuracy import (NoisyRelease, check_beta, check_dimension,
+from privloss.mechanisms.accuracy import (NoisyRelease, WithErrorBars, check_beta, check_dimension,
                                           discrete_laplace_half_width)
 from privloss.mechanisms.base import Mechanism
 from privloss.samplers import discrete_laplace
@@ -275,7 +275,7 @@ def shape_output(array: np.ndarray, like):
 # mechanisms
 # ---------------------------------------------------------------------------
 
-class DiscreteLaplaceMechanism(Mechanism):
+class DiscreteLaplaceMechanism(WithErrorBars, Mechanism):
     """Integer-valued query plus exact discrete Laplace noise.
 
     Definition
@@ -336,13 +336,6 @@ class DiscreteLaplaceMechanism(Mechanism):
         ``dimension`` independent coordinates; see
         :func:`~privloss.mechanisms.accuracy.discrete_laplace_half_width`)."""
         return discrete_laplace_half_width(self.scale, beta, dimension)
-
-    def release_with_error(self, value, beta, *, budget=None) -> NoisyRelease:
-        """``release`` plus the simultaneous half-width at confidence 1 - beta."""
-        beta = check_beta(beta)
-        dimension = max(1, int(np.size(value)))
-        output = self.release(value, budget=budget)
-        return NoisyRelease(output, self.confidence_interval_half_width(beta, dimension), beta)
 
     def __repr__(self) -> str:
         return (f"DiscreteLaplaceMechanism(sensitivity={self.sensitivity}, scale={self.scale}, "
