@@ -9,7 +9,7 @@ submodule (``privloss.bounds.zcdp``, say) does not load the whole library.
 
 from __future__ import annotations
 
-import importlib
+from privloss._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -23,15 +23,4 @@ _EXPORTS = {
         "NonPrivate", "NoOp", "PureDP", "ZCDP",
     ),
 }
-_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'privloss' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__, __all__ = lazy_exports("privloss", _EXPORTS)

@@ -10,22 +10,11 @@ nor Spark.
 
 from __future__ import annotations
 
-import importlib
+from privloss._lazy import lazy_exports
 
 _EXPORTS = {
     "privloss.analytics.engines": ("bounded_histogram",),
     "privloss.analytics.histogram": ("Histogram",),
     "privloss.analytics.inputs": ("SqlQuery",),
 }
-_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'privloss.analytics' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__, __all__ = lazy_exports("privloss.analytics", _EXPORTS)

@@ -5,7 +5,7 @@ Names are imported lazily (a mechanism module loads only when used).
 
 from __future__ import annotations
 
-import importlib
+from privloss._lazy import lazy_exports
 
 _EXPORTS = {
     "privloss.mechanisms.base": ("Mechanism",),
@@ -21,11 +21,4 @@ _EXPORTS = {
     "privloss.mechanisms.sample_aggregate": ("SampleAggregate",),
     "privloss.mechanisms.two_party": ("TwoPartyCount",),
 }
-_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module 'privloss.mechanisms' has no attribute {name!r}")
+__getattr__, __dir__, __all__ = lazy_exports("privloss.mechanisms", _EXPORTS)

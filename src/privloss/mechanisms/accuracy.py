@@ -245,6 +245,10 @@ class WithErrorBars:
     def release_with_error(self, value, beta, *, budget=None) -> NoisyRelease:
         """``release`` plus the simultaneous half-width at confidence 1 - beta."""
         beta = check_beta(beta)
-        dimension = max(1, int(np.size(value)))
+        dimension = self._interval_dimension(value)
         output = self.release(value, budget=budget)
         return NoisyRelease(output, self.confidence_interval_half_width(beta, dimension), beta)
+
+    def _interval_dimension(self, value) -> int:
+        """How many coordinates the interval must cover simultaneously."""
+        return max(1, int(np.size(value)))

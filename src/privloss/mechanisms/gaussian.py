@@ -28,8 +28,7 @@ from privloss.bounds._numeric import check_nonnegative, check_probability, inver
 from privloss.bounds.gaussian import analytic_gaussian_sigma, classical_gaussian_sigma
 from privloss.bounds.zcdp import zcdp_rho_for
 from privloss.events import ApproxDP, ZCDP
-from privloss.mechanisms.accuracy import (NoisyRelease, WithErrorBars, check_beta, check_dimension,
-                                          discrete_gaussian_half_width)
+from privloss.mechanisms.accuracy import (WithErrorBars, check_dimension, discrete_gaussian_half_width)
 from privloss.mechanisms.base import Mechanism
 from privloss.mechanisms.laplace import (add_exactly, check_bounds, check_grid_exponent, check_l0,
                                          draw_noise, float_upper, floor_log2, grid_to_float, integer_input,
@@ -349,7 +348,7 @@ def _sqrt_upper(x: Fraction, bits: int = 40) -> Fraction:
     return Fraction(root, x.denominator << bits)
 
 
-class GridGaussianMechanism(_GaussianEvents, Mechanism):
+class GridGaussianMechanism(WithErrorBars, _GaussianEvents, Mechanism):
     """Real-valued query, float-safe: exact rounding to a grid plus discrete Gaussian noise.
 
     Definition
@@ -436,10 +435,8 @@ class GridGaussianMechanism(_GaussianEvents, Mechanism):
         w = discrete_gaussian_half_width(self.grid_sigma_squared, beta, dimension)
         return float_upper(w * self.grid + self.grid / 2)
 
-    def release_with_error(self, value, beta, *, budget=None) -> NoisyRelease:
-        beta = check_beta(beta)
-        output = self.release(value, budget=budget)
-        return NoisyRelease(output, self.confidence_interval_half_width(beta), beta)
+    def _interval_dimension(self, value) -> int:
+        return self.dimension        # the declared dimension, as the event charges
 
     def __repr__(self) -> str:
         return (f"GridGaussianMechanism(sensitivity={self.sensitivity}, "

@@ -22,8 +22,7 @@ from fractions import Fraction
 import numpy as np
 
 from privloss.events import PureDP
-from privloss.mechanisms.accuracy import (NoisyRelease, WithErrorBars, check_beta, check_dimension,
-                                          discrete_laplace_half_width)
+from privloss.mechanisms.accuracy import (WithErrorBars, check_dimension, discrete_laplace_half_width)
 from privloss.mechanisms.base import Mechanism
 from privloss.samplers import discrete_laplace
 from privloss.samplers._params import to_rational
@@ -342,7 +341,7 @@ class DiscreteLaplaceMechanism(WithErrorBars, Mechanism):
                 f"epsilon={self.epsilon})")
 
 
-class GridLaplaceMechanism(Mechanism):
+class GridLaplaceMechanism(WithErrorBars, Mechanism):
     """Real-valued query, float-safe: exact rounding to a grid plus discrete Laplace noise.
 
     Definition
@@ -411,11 +410,8 @@ class GridLaplaceMechanism(Mechanism):
         w = discrete_laplace_half_width(self.grid_scale, beta, dimension)
         return float_upper(w * self.grid + self.grid / 2)
 
-    def release_with_error(self, value, beta, *, budget=None) -> NoisyRelease:
-        """``release`` plus the simultaneous half-width at confidence 1 - beta."""
-        beta = check_beta(beta)
-        output = self.release(value, budget=budget)
-        return NoisyRelease(output, self.confidence_interval_half_width(beta), beta)
+    def _interval_dimension(self, value) -> int:
+        return self.dimension        # the declared dimension, as the event charges
 
     def __repr__(self) -> str:
         return (f"GridLaplaceMechanism(sensitivity={self.sensitivity}, scale={self.scale}, "
