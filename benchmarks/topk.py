@@ -1,113 +1,174 @@
-"""Private histogram / top-k on N synthetic (user, item) rows, in one run:
-raw DuckDB GROUP BY, privloss on DuckDB, PipelineDP's local backend, privloss on
-Spark local. Prints times, peak memory and ratios.
+"""Private top-k on N synthetic (user, item) rows, every system in one run:
+raw DuckDB GROUP BY, privloss on DuckDB, PipelineDP's local backend and
+privloss on Spark local. Prints times, peak memory and ratios.
 
 Run:  python benchmarks/topk.py [--rows 10000000] [--skip-pipelinedp] [--skip-spark]
-(needs `pip install -e '.[analytics,spark,bench]'`). Results: docs/benchmarks.md.
+      [--json out.json]
+(needs ``pip install -e '.[analytics,spark,bench]'``). Results: docs/benchmarks.md.
 
-Work: Zipf items (exponent 1.1, capped at 1e5 distinct), at most 50 rows per
-user; a DP count per item with at most 5 items per user (l0) and 1 per item
-(linf), epsilon = 1, delta = 1e-6; privloss releases the unknown-domain
-Laplace histogram of the top 1000 items.
+Data: the generator of ``topk_engines.py`` (users with 1..50 rows each, uniform;
+items Zipf(1.1) over 100,000 labels; rows shuffled; int64 columns in Parquet).
+
+Work, the same for every private system: a DP count per item with at most
+``--l0`` (5) items per user and ``--linf`` (1) per item, epsilon = 1,
+delta = 1e-6, items not known in advance.  privloss releases the
+unknown-domain Laplace top ``--top`` (1000) with 95% intervals (bounding and
+aggregation in the engine, then calibration and exact noise in Python);
+PipelineDP computes its DP count per partition with private partition
+selection (``DPEngine.aggregate``, Laplace noise).
+
+Each system runs in its own child process, so each peak RSS (``VmHWM``) is its
+own.  Times are the best of ``--repeat`` runs inside the child (PipelineDP and
+Spark: one run).  Excluded from the times and reported apart: PipelineDP's
+loading of the rows into Python tuples (it needs an iterable), and the Spark
+session start-up.  Spark's RSS is the Python driver's (the JVM is another
+process).
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import json
+import os
+import platform
+import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from topk_engines import _timed, generate, peak_rss_mb  # noqa: E402
+
+SYSTEMS = ("raw_groupby", "privloss_duckdb", "pipelinedp_local", "privloss_spark")
+EPSILON, DELTA = 1.0, 1e-6
 
 
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def build(rows: int, directory: Path) -> Path:
-    import duckdb
-
-    path = directory / "rows.parquet"
-    con = duckdb.connect()
-    con.execute("SELECT setseed(0.5)").fetchall()
-    con.execute(f"""
-        COPY (SELECT (i // 50)::BIGINT AS user_id,
-                     LEAST(CAST(floor(pow(random(), -1.0 / 1.1)) AS BIGINT), 100000) AS item
-              FROM range({rows}) t(i)) TO '{path}' (FORMAT parquet)""").fetchall()
-    con.close()
-    return path
-
-
-def timed(label: str, function):
-    start = time.perf_counter()
-    result = function()
-    seconds = time.perf_counter() - start
-    print(f"  {label}: {seconds:.2f} s (process peak RSS so far {peak_rss_mib():.0f} MiB)", flush=True)
-    return result, seconds
-
-
-def raw_duckdb(path: Path):
-    import duckdb
-
-    con = duckdb.connect()
-    return con.execute(f"SELECT item, count(*) FROM read_parquet('{path}') GROUP BY item").fetchall()
-
-
-def privloss_release(path: Path, engine: str):
+def privloss_release(args, engine: str):
     from privloss.analytics.algorithms import ALGORITHMS
     from privloss.analytics.engines import bounded_histogram
 
-    spec = ALGORITHMS["unknown-laplace"]
-    histogram = bounded_histogram(str(path), user_column="user_id", item_column="item", l0=5,
-                                  linf=1, engine=engine, top=1000)
-    return spec.run(histogram, epsilon=1.0, delta=1e-6, l0_sensitivity=5, d_bar=1000)
+    histogram = bounded_histogram(args.data, user_column="user_id", item_column="item",
+                                  l0=args.l0, linf=args.linf, engine=engine, top=args.top)
+    return ALGORITHMS["unknown-laplace"].run(histogram, epsilon=EPSILON, delta=DELTA,
+                                             l0_sensitivity=args.l0, d_bar=args.top)
 
 
-def pipelinedp_count(path: Path):
-    import pipeline_dp
+def pipelinedp_rows(path: str):
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
-    rows = list(zip(table.column("user_id").to_pylist(), table.column("item").to_pylist()))
-    accountant = pipeline_dp.NaiveBudgetAccountant(total_epsilon=1.0, total_delta=1e-6)
+    return list(zip(table.column("user_id").to_pylist(), table.column("item").to_pylist()))
+
+
+def pipelinedp_count(args, rows):
+    import pipeline_dp
+
+    accountant = pipeline_dp.NaiveBudgetAccountant(total_epsilon=EPSILON, total_delta=DELTA)
     engine = pipeline_dp.DPEngine(accountant, pipeline_dp.LocalBackend())
     params = pipeline_dp.AggregateParams(noise_kind=pipeline_dp.NoiseKind.LAPLACE,
                                          metrics=[pipeline_dp.Metrics.COUNT],
-                                         max_partitions_contributed=5,
-                                         max_contributions_per_partition=1)
+                                         max_partitions_contributed=args.l0,
+                                         max_contributions_per_partition=args.linf)
     extractors = pipeline_dp.DataExtractors(privacy_id_extractor=lambda row: row[0],
                                             partition_extractor=lambda row: row[1],
                                             value_extractor=lambda row: 0)
     result = engine.aggregate(rows, params, extractors)
     accountant.compute_budgets()
-    return list(result)
+    return list(result)  # the local backend is lazy: this runs it
+
+
+def child(args) -> dict:
+    """One system, in this (fresh) process."""
+    name, out = args.child, {"name": args.child}
+    if name == "raw_groupby":
+        import duckdb
+
+        connection = duckdb.connect()
+        sql = (f"SELECT item, count(*) AS c FROM read_parquet('{args.data}') GROUP BY item "
+               f"ORDER BY c DESC, item LIMIT {args.top + 1}")
+        best, _, result = _timed(lambda: connection.execute(sql).fetchall(), args.repeat)
+        out["released"] = len(result)
+    elif name == "privloss_duckdb":
+        best, _, result = _timed(lambda: privloss_release(args, "duckdb"), args.repeat)
+        out["released"] = len(result.items)
+    elif name == "privloss_spark":
+        from privloss.analytics.engines.spark_engine import get_session
+
+        start = time.perf_counter()
+        get_session().sparkContext.setLogLevel("ERROR")
+        out["excluded_s"] = time.perf_counter() - start
+        best, _, result = _timed(lambda: privloss_release(args, "spark"), 1)
+        out["released"] = len(result.items)
+    elif name == "pipelinedp_local":
+        start = time.perf_counter()
+        rows = pipelinedp_rows(args.data)
+        out["excluded_s"] = time.perf_counter() - start
+        best, _, result = _timed(lambda: pipelinedp_count(args, rows), 1)
+        out["released"] = len(result)
+    else:
+        raise ValueError(f"unknown system {name!r}")
+    out.update(seconds=best, peak_rss_mb=peak_rss_mb())
+    return out
+
+
+def run_child(args, name: str) -> dict:
+    command = [sys.executable, os.path.abspath(__file__), "--child", name, "--data", args.data,
+               "--top", str(args.top), "--l0", str(args.l0), "--linf", str(args.linf),
+               "--repeat", str(args.repeat)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{name} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--l0", type=int, default=5)
+    parser.add_argument("--linf", type=int, default=1)
+    parser.add_argument("--top", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--data", help="reuse this Parquet file (columns user_id, item)")
     parser.add_argument("--skip-pipelinedp", action="store_true")
     parser.add_argument("--skip-spark", action="store_true")
+    parser.add_argument("--json", help="write the results to this file")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as directory:
-        path, _ = timed(f"build {args.rows:,} rows (Parquet)", lambda: build(args.rows, Path(directory)))
-        times = {}
-        _, times["raw DuckDB GROUP BY"] = timed("raw DuckDB GROUP BY", lambda: raw_duckdb(path))
-        _, times["privloss DuckDB"] = timed("privloss on DuckDB (bounding + DP release)",
-                                            lambda: privloss_release(path, "duckdb"))
-        if not args.skip_pipelinedp:
-            _, times["PipelineDP local"] = timed("PipelineDP local backend (DP count per item)",
-                                                 lambda: pipelinedp_count(path))
-        if not args.skip_spark:
-            _, times["privloss Spark"] = timed("privloss on Spark local",
-                                               lambda: privloss_release(path, "spark"))
-    base = times["privloss DuckDB"]
-    print("\n| system | seconds | relative to privloss on DuckDB |")
-    print("|---|---|---|")
-    for name, seconds in times.items():
-        print(f"| {name} | {seconds:.2f} | {seconds / base:.2f}x |")
-    print(f"\nprocess peak RSS: {peak_rss_mib():.0f} MiB (includes every system above)")
+    if args.child:
+        print(json.dumps(child(args)))
+        return 0
+    skipped = {"pipelinedp_local": args.skip_pipelinedp, "privloss_spark": args.skip_spark}
+    with tempfile.TemporaryDirectory() as scratch:
+        info = {}
+        if args.data is None:
+            args.data = os.path.join(scratch, "rows.parquet")
+            start = time.perf_counter()
+            users, distinct = generate(args.data, args.rows, 50, 100_000, 1.1, args.seed)
+            info = {"users": users, "distinct_items": distinct,
+                    "generate_s": round(time.perf_counter() - start, 1)}
+        results = []
+        for name in SYSTEMS:
+            if not skipped.get(name, False):
+                results.append(run_child(args, name))
+                print(f"  done: {results[-1]}", file=sys.stderr, flush=True)
+    times = {row["name"]: row["seconds"] for row in results}
+    print(f"{args.rows:,} rows, <= 50 rows/user, Zipf(1.1) over 100,000 items; l0={args.l0}, "
+          f"linf={args.linf}, top={args.top}, epsilon={EPSILON}, delta={DELTA}; "
+          f"{os.cpu_count()} cores, Python {platform.python_version()}  {info}")
+    print("| system | seconds | x raw GROUP BY | PipelineDP / system | peak RSS MB | "
+          "excluded s |")
+    print("|---|---|---|---|---|---|")
+    for row in results:
+        vs_pipelinedp = (f"{times['pipelinedp_local'] / row['seconds']:.1f}"
+                         if "pipelinedp_local" in times else "-")
+        print(f"| {row['name']} | {row['seconds']:.2f} | "
+              f"{row['seconds'] / times['raw_groupby']:.1f} | {vs_pipelinedp} | "
+              f"{row['peak_rss_mb']:.0f} | {row.get('excluded_s', 0):.1f} |")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"parameters": vars(args), "data": info, "results": results}, handle,
+                      indent=2)
     return 0
 
 

@@ -6,11 +6,8 @@ Statistical tests use fixed seeds and ALPHA = 1e-4."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import os
 import random
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -227,34 +224,10 @@ def test_online_retail_from_the_file():
 # Spark
 # ---------------------------------------------------------------------------
 
-def _spark_skip_reason():
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "Java not found: install Java 17 to run the Spark engine tests"
-    if importlib.util.find_spec("pyspark") is None:
-        return "pyspark is not installed (pip install 'privloss[spark]')"
-    return None
+from tests.conftest import spark_skip_reason  # noqa: E402
 
-
-SPARK_SKIP = _spark_skip_reason()
+SPARK_SKIP = spark_skip_reason()
 needs_spark = pytest.mark.skipif(SPARK_SKIP is not None, reason=SPARK_SKIP or "")
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("privloss-tests")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               # tiny test data: compiling whole-stage code costs more than it saves
-               .config("spark.sql.codegen.wholeStage", "false")
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 @needs_spark
