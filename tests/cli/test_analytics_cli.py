@@ -147,3 +147,25 @@ def test_spark_and_duckdb_give_the_same_release(capsys, data, spark, command):
     assert outputs["spark"]["items"] == outputs["duckdb"]["items"]
     assert outputs["spark"]["spent"] == outputs["duckdb"]["spent"]
     assert outputs["duckdb"]["items"]
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("user,item\n", "empty"),                         # empty table
+    ("user,item\nu1,a\n,b\nu2,a\n", "null"),          # a null user id
+    (None, "missing.csv"),                            # unreadable file
+])
+def test_bad_data_exit_2_and_ledger_unchanged(capsys, tmp_path, content, needle):
+    ledger = tmp_path / "ledger.sqlite"
+    run(capsys, "ledger", "create", "--ledger", ledger, "--dataset", "d", "--epsilon", "1")
+    path = tmp_path / ("rows.csv" if content is not None else "missing.csv")
+    if content is not None:
+        path.write_text(content)
+    for command in (["topk", "--k", "1"], ["histogram"]):
+        code, out, err = run(capsys, command[0], path, *command[1:], "--user-column", "user",
+                             "--item-column", "item", "--epsilon", "0.5", "--delta", "1e-6",
+                             "--l0", "1", "--ledger", ledger, "--dataset", "d")
+        assert code == 2 and needle in err.lower() and out == ""
+        assert len(err.strip().splitlines()) == 1
+    assert ledger_rows(ledger) == 0
+    code, out, _ = run(capsys, "ledger", "show", "--ledger", ledger, "--dataset", "d", "--json")
+    assert json.loads(out)["spent_epsilon"] == 0
