@@ -31,13 +31,12 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from topk_engines import _timed, generate, peak_rss_mb  # noqa: E402
+from topk_engines import _timed, generate, peak_rss_mb, run_child  # noqa: E402
 
 SYSTEMS = ("raw_groupby", "privloss_duckdb", "pipelinedp_local", "privloss_spark")
 EPSILON, DELTA = 1.0, 1e-6
@@ -111,16 +110,6 @@ def child(args) -> dict:
     return out
 
 
-def run_child(args, name: str) -> dict:
-    command = [sys.executable, os.path.abspath(__file__), "--child", name, "--data", args.data,
-               "--top", str(args.top), "--l0", str(args.l0), "--linf", str(args.linf),
-               "--repeat", str(args.repeat)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{name} failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -150,7 +139,7 @@ def main(argv=None) -> int:
         results = []
         for name in SYSTEMS:
             if not skipped.get(name, False):
-                results.append(run_child(args, name))
+                results.append(run_child(args, name, __file__))
                 print(f"  done: {results[-1]}", file=sys.stderr, flush=True)
     times = {row["name"]: row["seconds"] for row in results}
     print(f"{args.rows:,} rows, <= 50 rows/user, Zipf(1.1) over 100,000 items; l0={args.l0}, "

@@ -122,8 +122,9 @@ def child(args) -> dict:
     return out
 
 
-def run_child(args, name: str) -> dict:
-    command = [sys.executable, os.path.abspath(__file__), "--child", name, "--data", args.data,
+def run_child(args, name: str, script: str = __file__) -> dict:
+    """Run ``script --child name`` in a fresh process; its last stdout line is JSON."""
+    command = [sys.executable, os.path.abspath(script), "--child", name, "--data", args.data,
                "--top", str(args.top), "--l0", str(args.l0), "--linf", str(args.linf),
                "--repeat", str(args.repeat)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
