@@ -55,7 +55,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from scipy.signal import lfilter
 from scipy.special import expit, log_expit
 
 from privloss.bounds._numeric import (Bracket, certify_epsilon, check_epsilon_list, check_nonnegative,
@@ -226,6 +225,7 @@ class _LossLaw:
             return math.inf
         losses = self._index() * self.step
         mass = self.mass
+        from scipy.signal import lfilter  # lazy: scipy.signal costs ~1 s to import
         # tail[t] = P(L > l_t); tilt[t] = sum_{t' > t} P_t' e^{l_t - l_t'} (stable recursion)
         decay = math.exp(-self.stride * self.step)
         tail = np.concatenate([np.cumsum(mass[::-1])[::-1][1:], [0.0]])

@@ -34,7 +34,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import lfilter
 
 from privloss.pld._convolve import UNIT_ROUNDOFF, convolve
 
@@ -192,6 +191,7 @@ class LossLaw:
         All three are sums of non-negative terms (relative error ~ 3 n u).
         """
         m = self.masses
+        from scipy.signal import lfilter  # lazy: scipy.signal costs ~1 s to import
         decay = math.exp(-self.step)
         factor = -math.expm1(-self.step)
         tail = np.concatenate(([0.0], np.cumsum(m[::-1])[:-1]))     # tail[t] = sum of last t masses
