@@ -14,6 +14,7 @@ from privloss.accounting.candidates import CANDIDATES, Candidate
 from privloss.accounting.profile import Profile, flatten
 from privloss.bounds._numeric import Bracket, check_nonnegative, check_probability
 from privloss.events import Composed, Event, Interaction
+from privloss.pld._law import GridTooLargeError
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,14 @@ def _evaluate(profile: Profile, interaction: Interaction, target: str, target_va
             rows.append(BoundResult(candidate.name, candidate.theorem, False, None, reason))
             continue
         compute = candidate.epsilon if target == "delta" else candidate.delta
-        answer = compute(profile, target_value)
+        try:
+            answer = compute(profile, target_value)
+        except (OverflowError, GridTooLargeError) as error:
+            # this bound's arithmetic cannot represent the parameters (e.g. epsilon ~ 1e6);
+            # dropping it is safe: every other row is a valid bound on its own
+            rows.append(BoundResult(candidate.name, candidate.theorem, False, None,
+                                    f"out of its numeric range ({error})"))
+            continue
         lower = None
         if isinstance(answer, Bracket):          # charge the certified upper end
             answer, lower = answer.upper, float(answer.lower)

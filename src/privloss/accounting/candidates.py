@@ -164,11 +164,16 @@ def _slack(profile: Profile, target_delta: float) -> float:
     return target_delta - profile.conditional_delta_total
 
 
+def _finite(xi: float, rho: float) -> bool:
+    """False when the zCDP totals overflowed (epsilon ~ 1e154 or more): no guarantee."""
+    return math.isfinite(xi) and math.isfinite(rho)
+
+
 def _zcdp_epsilon(convert):
     def epsilon(profile: Profile, target_delta: float) -> float:
         slack = _slack(profile, target_delta)
         xi, rho = profile.zcdp_totals()
-        if slack < 0 or (slack == 0 and rho > 0):
+        if slack < 0 or (slack == 0 and rho > 0) or not _finite(xi, rho):
             return math.inf
         return convert(rho, min(slack, 1.0), xi=xi)
     return epsilon
@@ -177,6 +182,8 @@ def _zcdp_epsilon(convert):
 def _zcdp_delta(convert):
     def delta(profile: Profile, target_epsilon: float) -> float:
         xi, rho = profile.zcdp_totals()
+        if not _finite(xi, rho):
+            return 1.0
         return min(1.0, convert(rho, target_epsilon, xi=xi) + profile.conditional_delta_total)
     return delta
 
@@ -184,7 +191,7 @@ def _zcdp_delta(convert):
 def _rdp_epsilon(profile: Profile, target_delta: float) -> float:
     slack = _slack(profile, target_delta)
     xi, rho = profile.zcdp_totals_without_pure()
-    if slack < 0:
+    if slack < 0 or not _finite(xi, rho):
         return math.inf
     if slack == 0 and (rho > 0 or profile.br_epsilons.size or profile.conditional_dp_epsilons.size):
         return math.inf
@@ -194,6 +201,8 @@ def _rdp_epsilon(profile: Profile, target_delta: float) -> float:
 
 def _rdp_delta(profile: Profile, target_epsilon: float) -> float:
     xi, rho = profile.zcdp_totals_without_pure()
+    if not _finite(xi, rho):
+        return 1.0
     value = rdp.rdp_delta(target_epsilon, dp_epsilons=profile.conditional_dp_epsilons,
                           br_epsilons=profile.br_epsilons, xi=xi, rho=rho)
     return min(1.0, value + profile.conditional_delta_total)

@@ -49,9 +49,12 @@ def br_renyi(epsilon: float, alpha: float) -> float:
     big_a = -math.expm1(-c * epsilon)
     big_b = math.exp(-c * epsilon)
     big_d = -math.expm1(-epsilon)
-    log_s = math.log(c) + epsilon + math.log(big_a + big_b * big_d) - math.log(c + 1.0) - math.log(big_a)
-    t = min(max(log_s, 0.0), epsilon)
-    q = -math.expm1(t - epsilon) / big_d
+    # u = eps - t, computed without forming eps + w - eps: for eps ~ 1e16 and above,
+    # eps + w rounds to eps, which made q = 0 and the divergence 0 (optimistic)
+    w = math.log(c) + math.log(big_a + big_b * big_d) - math.log(c + 1.0) - math.log(big_a)
+    u = min(max(-w, 0.0), epsilon)
+    t = epsilon - u
+    q = -math.expm1(-u) / big_d
     # log(A q + B) without underflow: B = e^{-c eps} may be 0 in floating point
     log_inner = (math.log(big_a * q) + math.log1p(big_b / (big_a * q))) if q > 0 else -c * epsilon
     value = (c * t + log_inner) / c

@@ -151,7 +151,10 @@ def zcdp_epsilon_tight(rho: float, target_delta: float, *, xi: float = 0.0) -> f
     log_inv = -math.log(delta)
 
     def objective(log_a_minus_1: float) -> float:
-        return _epsilon_at_order(1.0 + math.exp(log_a_minus_1), rho, log_inv, xi)
+        alpha = 1.0 + math.exp(log_a_minus_1)
+        if alpha <= 1.0:   # a - 1 below float resolution (huge rho): no valid order here
+            return math.inf
+        return _epsilon_at_order(alpha, rho, log_inv, xi)
 
     # the optimum is near a = 1 + sqrt(log(1/delta) / rho); search a wide bracket around it
     centre = 0.5 * math.log(max(log_inv / rho, 1e-300))

@@ -41,6 +41,11 @@ _U = 2.0 ** -53
 
 def _grid_range(spec: LossSpec, step: float) -> tuple[int, int]:
     lo, hi = spec.loss_range()
+    # grid indices must stay exact in float64 (searchsorted on float edges places atoms)
+    limit = step * 2.0 ** 50
+    if not (math.isfinite(lo) and math.isfinite(hi)) or max(abs(lo), abs(hi)) > limit:
+        raise GridTooLargeError(f"loss range [{lo:g}, {hi:g}] is beyond +-{limit:g}, the largest "
+                                f"loss a grid of step {step:g} represents exactly")
     first = math.floor(lo / step) - 1
     last = math.ceil(hi / step) + 1
     if last - first + 1 > MAX_GRID_POINTS:
