@@ -199,6 +199,7 @@ class Profile:
         conditioned ApproxDP -> eps^2/2 [BS16], BR -> eps^2/8 [CR] §3, plus
         :meth:`zcdp_totals_without_pure`. The deltas are :attr:`conditional_delta_total`."""
         xi, rho = self.zcdp_totals_without_pure()
-        rho += float(np.sum(self.conditional_dp_epsilons ** 2)) / 2.0
-        rho += float(np.sum(self.br_epsilons ** 2)) / 8.0
+        with np.errstate(over="ignore"):    # epsilon ~ 1e154+: rho = inf (no guarantee)
+            rho += float(np.sum(self.conditional_dp_epsilons ** 2)) / 2.0
+            rho += float(np.sum(self.br_epsilons ** 2)) / 8.0
         return xi, rho

@@ -564,9 +564,15 @@ class Ledger:
         spent = self._account(dataset, recorded).value
         remaining = max(0.0, dataset.budget_epsilon - spent)
         would = "infinity" if math.isinf(total.value) else f"{total.value:.6g}"
+        # the usual cause of an infinite total: the events' own deltas exceed the budget's
+        own_delta = math.fsum(getattr(event, "delta", 0.0) * getattr(event, "count", 1)
+                              for event in events)
+        why = (f" (this release alone needs delta >= {own_delta:g}, more than the budget "
+               f"delta {dataset.budget_delta:g})"
+               if math.isinf(total.value) and own_delta > dataset.budget_delta else "")
         raise LedgerBudgetError(
             f"privacy budget of dataset {dataset.name!r} exceeded: this release would bring "
-            f"the total to epsilon = {would} at delta = {dataset.budget_delta:g} "
+            f"the total to epsilon = {would} at delta = {dataset.budget_delta:g}{why} "
             f"(bound {total.bound}), over the budget epsilon = {dataset.budget_epsilon:g}; "
             f"spent {spent:.6g}, remaining epsilon {remaining:.6g}; nothing was recorded",
             dataset=dataset.name, spent=spent, budget_epsilon=dataset.budget_epsilon,

@@ -65,7 +65,8 @@ def drv_delta(k: int, epsilon: float, epsilon_g: float, *, delta0: float = 0.0) 
 def _kov_terms(eps: np.ndarray) -> tuple[float, float, float]:
     total = math.fsum(eps)
     mean = math.fsum(eps * np.tanh(eps / 2.0))
-    square = math.fsum(eps * eps)
+    with np.errstate(over="ignore"):    # epsilon ~ 1e154+: the square is inf, a safe value
+        square = math.fsum(eps * eps)
     return total, mean, square
 
 

@@ -53,7 +53,8 @@ def _mean_and_variance(dp_epsilons, br_epsilons, cdp, zcdp) -> tuple[float, floa
     br = _as_list("br_epsilons", br_epsilons)
     mus, taus = _cdp_pairs(cdp, zcdp)
     mean = math.fsum(mean_loss_dp(dp)) + math.fsum(mean_loss_br(br)) + math.fsum(mus)
-    variance = math.fsum(dp * dp) + 0.25 * math.fsum(br * br) + math.fsum(taus * taus)
+    with np.errstate(over="ignore"):    # epsilon ~ 1e154+: inf, the safe value
+        variance = math.fsum(dp * dp) + 0.25 * math.fsum(br * br) + math.fsum(taus * taus)
     return mean, variance
 
 

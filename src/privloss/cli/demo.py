@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from privloss.cli._common import CommandError
-from privloss.cli._parse import positive_int
+from privloss.cli._parse import nonnegative_int, positive_int
 
 
 def register(subparsers) -> None:
@@ -19,7 +19,7 @@ def register(subparsers) -> None:
                         help="number of (user, item) rows to generate (default 1e6)")
     parser.add_argument("--ledger", metavar="PATH", default=None,
                         help="ledger file (default: a new temporary file)")
-    parser.add_argument("--seed", type=int, default=None,
+    parser.add_argument("--seed", type=lambda t: nonnegative_int(t, "seed"), default=None,
                         help="INSECURE: reproducible noise and sampling (for tests)")
     parser.set_defaults(handler=run)
 
@@ -42,6 +42,7 @@ def run(args) -> int:
     from privloss.analytics.engines import bounded_histogram
     from privloss.analytics.inputs import SqlQuery
     from privloss.analytics.ledger import Ledger, LedgerBudgetError
+    from privloss.cli.ledger import ledger_errors
     from privloss.samplers import InsecureSeededSource
 
     total = 5
@@ -49,13 +50,17 @@ def run(args) -> int:
                               "at most 50 rows per user, in an embedded DuckDB")
     con = duckdb.connect()
     con.execute("SELECT setseed(0.42)").fetchall()   # synthetic public data: a fixed seed is fine
+    # users own up to 50 consecutive row slots, each kept with probability 0.6 (so users
+    # have different numbers of rows); enough slots are drawn for exactly --rows rows
+    slots = int(args.rows / 0.6) + 10_000
     con.execute(f"""
         CREATE TABLE events AS
         SELECT (i // 50)::BIGINT AS user_id,
                'item-' || LEAST(CAST(floor(pow(random(), -1.0 / 1.1)) AS BIGINT), 100000)::VARCHAR
                    AS item
-        FROM range({args.rows}) t(i)
-        WHERE random() < 0.6""")
+        FROM range({slots}) t(i)
+        WHERE random() < 0.6
+        LIMIT {args.rows}""")
     [(rows, users)] = con.execute("SELECT count(*), count(DISTINCT user_id) FROM events").fetchall()
     _done(started)
     print(f"data: {rows:,} rows from {users:,} users")
@@ -67,10 +72,11 @@ def run(args) -> int:
         ledger_path = Path(directory) / "ledger.sqlite"
     else:
         ledger_path = Path(args.ledger)
-    ledger = Ledger(str(ledger_path))
     dataset = "demo-events"
-    if dataset not in ledger.datasets():
-        ledger.create_dataset(dataset, epsilon=1.0, delta=1e-6, interaction="adaptive")
+    with ledger_errors():      # a directory, a non-ledger file, a missing folder: exit 2
+        ledger = Ledger(str(ledger_path))
+        if dataset not in ledger.datasets():
+            ledger.create_dataset(dataset, epsilon=1.0, delta=1e-6, interaction="adaptive")
     _done(started)
     print(f"ledger: {ledger_path}")
 
@@ -98,14 +104,15 @@ def run(args) -> int:
     again = ledger.release_with_receipt(dataset, query_key, top10, events)
     _done(started)
     print(f"repeated query: stored answer returned, no extra cost: {again.cached}; "
-          f"spent still {again.spent_epsilon:.4f}")
+          f"spent still {ledger.show(dataset)['spent_epsilon']:.4f}")
 
     started = _step(5, total, "asking new top-10 queries until the ledger refuses")
     for attempt in range(2, 20):
         other = dict(query_key, demo=f"top-10 items, look {attempt}")
         try:
             receipt = ledger.release_with_receipt(dataset, other, top10, events)
-            print(f"query {attempt}: accepted, spent {receipt.spent_epsilon:.4f}")
+            status = "stored answer, no extra cost" if receipt.cached else "accepted"
+            print(f"query {attempt}: {status}, spent {ledger.show(dataset)['spent_epsilon']:.4f}")
         except LedgerBudgetError as error:
             print(f"query {attempt}: refused: {error}")
             break

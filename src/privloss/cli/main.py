@@ -8,6 +8,7 @@ reported as one line on stderr with exit status 2 (argparse's own convention).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from privloss import __version__
@@ -47,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     except CommandError as error:
         print(f"privloss {args.command}: error: {error}", file=sys.stderr)
         return error.exit_code
+    except BrokenPipeError:
+        # the reader (e.g. `| head`) went away: stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

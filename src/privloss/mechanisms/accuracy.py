@@ -94,6 +94,9 @@ def _smallest_half_width(mp, tail, target, start: int) -> int:
     high = max(1, start)
     while not _meets(mp, tail(high), target):
         high *= 2
+        if high.bit_length() > 8192:    # tail not decreasing at working precision
+            raise ArithmeticError("no interval half-width found below 2^8192: the noise "
+                                  "scale is beyond the supported range")
     low = 0  # invariant: tail(low) fails, tail(high) meets
     while high - low > 1:
         middle = (low + high) // 2
@@ -109,8 +112,9 @@ def discrete_laplace_tail(w: int, scale):
     mp = _mpmath()
     scale = positive_rational("scale", scale, allow_float=True)
     with mp.workdps(_DPS):
-        r = mp.exp(-mp.mpf(scale.denominator) / scale.numerator)
-        return 2 * r ** (int(w) + 1) / (1 + r)
+        # through log r = -1/scale: for scale ~ 1e300, r itself rounds to 1 at 50 digits
+        log_r = -mp.mpf(scale.denominator) / scale.numerator
+        return 2 * mp.exp(log_r * (int(w) + 1)) / (1 + mp.exp(log_r))
 
 
 def discrete_gaussian_tail(w: int, sigma_squared):

@@ -26,6 +26,7 @@ from privloss.bounds._numeric import check_nonnegative, check_positive, check_pr
 from privloss.pld._spec import (ExpTiltPart, GaussianPart, LossSpec, _normal_interval, atoms,
                                 gaussian_cut)
 from privloss.pld.core import DEFAULT_STEP, DEFAULT_TAIL_MASS, PrivacyLossDistribution, check_tail_mass
+from privloss.pld._law import MAX_GRID_POINTS, GridTooLargeError
 
 _U = 2.0 ** -53
 
@@ -259,6 +260,9 @@ def discrete_laplace_pld(scale: float, *, sensitivity: int = 1, step: float = DE
     """
     t = check_positive("scale", scale)
     delta = _check_integer("sensitivity", sensitivity)
+    if delta > MAX_GRID_POINTS:   # one atom per integer shift: refuse before allocating
+        raise GridTooLargeError(f"sensitivity={delta} needs {delta} loss atoms (limit "
+                                f"{MAX_GRID_POINTS})")
     z = np.arange(1, delta, dtype=np.float64)
     log_norm = math.log1p(math.exp(-1.0 / t))
     losses = np.concatenate(([delta / t, -delta / t], (delta - 2.0 * z) / t))

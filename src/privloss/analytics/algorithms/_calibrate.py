@@ -30,9 +30,18 @@ TOLERANCE = 1e-5
 SEARCH_CANDIDATES = tuple(c for c in CANDIDATES if c.name != "adaptive-sequence")
 
 
+def within_release(interaction) -> Interaction:
+    """The model for the events of one release: at least adaptive, because its
+    selection rounds depend on earlier winners (a BoundedRange(count=k) event does
+    not record that), whatever the caller's outer model."""
+    interaction = Interaction.parse(interaction)
+    return Interaction.ADAPTIVE if interaction is Interaction.NON_ADAPTIVE else interaction
+
+
 def spent(events, target_delta: float, interaction) -> AccountingResult:
-    """The tightest valid epsilon of ``events`` at ``target_delta``."""
-    return compose(tuple(events), target_delta=target_delta, interaction=interaction)
+    """The tightest valid epsilon of ``events`` at ``target_delta`` (within a release)."""
+    return compose(tuple(events), target_delta=target_delta,
+                   interaction=within_release(interaction))
 
 
 def largest_meeting(events_of: Callable[[float], tuple], target_epsilon: float,
@@ -46,7 +55,8 @@ def largest_meeting(events_of: Callable[[float], tuple], target_epsilon: float,
     meets the target (e.g. a delta part that alone exceeds target_delta).
     """
     def check(x: float) -> AccountingResult:
-        accountant = PrivacyAccountant(tuple(events_of(x)), interaction=interaction,
+        accountant = PrivacyAccountant(tuple(events_of(x)),
+                                       interaction=within_release(interaction),
                                        candidates=SEARCH_CANDIDATES)
         return accountant.epsilon(target_delta)
 
@@ -63,8 +73,9 @@ def largest_meeting(events_of: Callable[[float], tuple], target_epsilon: float,
                 break
             low, high = high, 2.0 * high
         else:
-            raise ValueError("calibration failed: the privacy loss does not grow with the noise "
-                             "level (internal error)")
+            raise ValueError(f"calibration failed: the budget (epsilon={target_epsilon}, "
+                             f"delta={target_delta}) is outside the range the calibration "
+                             f"searches (parameter up to {high:g})")
     else:
         low, high = 0.5 * guess, guess
         for _ in range(200):

@@ -275,5 +275,10 @@ def label_rank(labels: tuple) -> np.ndarray:
 def noisy_order(values: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """Indices sorting ``values`` decreasingly, ties by ``rank`` (post-processing only)."""
     values = np.asarray(values)
-    key = -values if values.dtype.kind == "f" else -values.astype(np.int64)
-    return np.lexsort((rank, key))
+    if values.dtype.kind == "f":
+        return np.lexsort((rank, -values))
+    try:
+        return np.lexsort((rank, -values.astype(np.int64)))
+    except OverflowError:   # exact noisy counts beyond int64 (epsilon ~ 1e-300): Python ints
+        order = sorted(range(values.size), key=lambda i: (-int(values[i]), int(rank[i])))
+        return np.asarray(order, dtype=np.int64)

@@ -35,6 +35,9 @@ __all__ = ["failure_probability", "log_failure_probability", "solve_truncation",
 #: relative margin required between a computed probability and its target
 _MARGIN = 1e-9
 _TWO_TO_53 = float(1 << 53)
+#: largest sigma / linf: the tail difference behind p(C) is ~ linf / sigma, and its float
+#: rounding (~1e-16 absolute) must stay far below the 1e-9 relative margin
+_MAX_SIGMA_RATIO = 1e6
 
 
 def _log_mass_inside(c: float) -> float:
@@ -53,8 +56,14 @@ def log_failure_probability(bound: float, sigma: float, linf: float) -> float:
     """
     if bound <= linf / 2.0:
         return 0.0
+    if sigma > _MAX_SIGMA_RATIO * linf:
+        raise ValueError(f"sigma / linf must be at most {_MAX_SIGMA_RATIO:g}, got "
+                         f"{sigma / linf:g}: p(C) is not resolvable in floating point there")
     high = log_ndtr((linf - bound) / sigma)
     low = log_ndtr(-bound / sigma)
+    if not low < high:   # the two tails rounded together: never report p = 0
+        raise ArithmeticError(f"p(C) is not resolvable in floating point at C = {bound!r}, "
+                              f"sigma = {sigma!r}")
     log_numerator = high + float(log1mexp(low - high))
     return min(0.0, log_numerator - _log_mass_inside(bound / sigma))
 

@@ -63,7 +63,9 @@ def get_session():
     session = spark_session.getActiveSession()
     if session is not None:
         return session
-    builder = spark_session.builder.appName("privloss")
+    # a library's own session stays quiet: errors only, no console progress bars
+    builder = (spark_session.builder.appName("privloss").config("spark.log.level", "ERROR")
+               .config("spark.ui.showConsoleProgress", "false"))
     return builder.master("local[*]").getOrCreate() if _no_master_configured() \
         else builder.getOrCreate()
 
