@@ -94,7 +94,7 @@ def test_bad_values_one_line_exit_2_ledger_unchanged(capsys, rows, tmp_path, ext
         code, out, err = run(capsys, *argv)
     except SystemExit as exit_:          # argparse rejects it before the command runs
         code, (out, err) = exit_.code, capsys.readouterr()
-    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1 and out == ""
     shown = json.loads(run(capsys, "ledger", "show", "--ledger", ledger, "--dataset", "d",
                            "--json")[1])
     assert shown["releases"] == 0
