@@ -32,11 +32,11 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from topk_engines import _timed, generate, peak_rss_mb, run_child  # noqa: E402
+from topk_engines import (_timed, add_common_arguments, measure_all,  # noqa: E402
+                          peak_rss_mb, write_json)
 
 SYSTEMS = ("raw_groupby", "privloss_duckdb", "pipelinedp_local", "privloss_spark")
 EPSILON, DELTA = 1.0, 1e-6
@@ -112,39 +112,21 @@ def child(args) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--l0", type=int, default=5)
-    parser.add_argument("--linf", type=int, default=1)
-    parser.add_argument("--top", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--data", help="reuse this Parquet file (columns user_id, item)")
+    add_common_arguments(parser, l0=5, top=1000)
     parser.add_argument("--skip-pipelinedp", action="store_true")
     parser.add_argument("--skip-spark", action="store_true")
-    parser.add_argument("--json", help="write the results to this file")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         print(json.dumps(child(args)))
         return 0
     skipped = {"pipelinedp_local": args.skip_pipelinedp, "privloss_spark": args.skip_spark}
-    with tempfile.TemporaryDirectory() as scratch:
-        info = {}
-        if args.data is None:
-            args.data = os.path.join(scratch, "rows.parquet")
-            start = time.perf_counter()
-            users, distinct = generate(args.data, args.rows, 50, 100_000, 1.1, args.seed)
-            info = {"users": users, "distinct_items": distinct,
-                    "generate_s": round(time.perf_counter() - start, 1)}
-        results = []
-        for name in SYSTEMS:
-            if not skipped.get(name, False):
-                results.append(run_child(args, name, __file__))
-                print(f"  done: {results[-1]}", file=sys.stderr, flush=True)
+    info, results = measure_all(args, [name for name in SYSTEMS if not skipped.get(name)],
+                                __file__)
     times = {row["name"]: row["seconds"] for row in results}
-    print(f"{args.rows:,} rows, <= 50 rows/user, Zipf(1.1) over 100,000 items; l0={args.l0}, "
-          f"linf={args.linf}, top={args.top}, epsilon={EPSILON}, delta={DELTA}; "
-          f"{os.cpu_count()} cores, Python {platform.python_version()}  {info}")
+    print(f"{args.rows:,} rows, <= {args.max_per_user} rows/user, Zipf({args.zipf}) over "
+          f"{args.items:,} items; l0={args.l0}, linf={args.linf}, top={args.top}, "
+          f"epsilon={EPSILON}, delta={DELTA}; {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}  {info}")
     print("| system | seconds | x raw GROUP BY | PipelineDP / system | peak RSS MB | "
           "excluded s |")
     print("|---|---|---|---|---|---|")
@@ -154,10 +136,7 @@ def main(argv=None) -> int:
         print(f"| {row['name']} | {row['seconds']:.2f} | "
               f"{row['seconds'] / times['raw_groupby']:.1f} | {vs_pipelinedp} | "
               f"{row['peak_rss_mb']:.0f} | {row.get('excluded_s', 0):.1f} |")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"parameters": vars(args), "data": info, "results": results}, handle,
-                      indent=2)
+    write_json(args, info, results)
     return 0
 
 

@@ -133,25 +133,25 @@ def run_child(args, name: str, script: str = __file__) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_common_arguments(parser: argparse.ArgumentParser, *, l0: int, top: int) -> None:
+    """Data, work and output options shared with ``topk.py``."""
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--max-per-user", type=int, default=50)
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--zipf", type=float, default=1.1)
-    parser.add_argument("--l0", type=int, default=10)
+    parser.add_argument("--l0", type=int, default=l0)
     parser.add_argument("--linf", type=int, default=1)
-    parser.add_argument("--top", type=int, default=100)
+    parser.add_argument("--top", type=int, default=top)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--spark", action="store_true", help="also run privloss on Spark local")
     parser.add_argument("--data", help="reuse this Parquet file (columns user_id, item)")
     parser.add_argument("--json", help="write the results to this file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.child:
-        print(json.dumps(child(args)))
-        return 0
+
+
+def measure_all(args, names, script: str = __file__) -> tuple[dict, list[dict]]:
+    """Write the data (unless ``--data``), then run each measurement of ``script``
+    in its own child process; returns (data info, results)."""
     with tempfile.TemporaryDirectory() as scratch:
         info = {}
         if args.data is None:
@@ -160,9 +160,31 @@ def main(argv=None):
             users, distinct = generate(args.data, args.rows, args.max_per_user, args.items,
                                        args.zipf, args.seed)
             info = {"users": users, "distinct_items": distinct,
-                    "generate_s": time.perf_counter() - start}
-        names = list(MEASUREMENTS) + (["privloss_spark_l0"] if args.spark else [])
-        results = [run_child(args, name) for name in names]
+                    "generate_s": round(time.perf_counter() - start, 1)}
+        results = []
+        for name in names:
+            results.append(run_child(args, name, script))
+            print(f"  done: {results[-1]}", file=sys.stderr, flush=True)
+    return info, results
+
+
+def write_json(args, info: dict, results: list[dict]) -> None:
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump({"parameters": vars(args), "data": info, "results": results}, handle,
+                      indent=2)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_arguments(parser, l0=10, top=100)
+    parser.add_argument("--spark", action="store_true", help="also run privloss on Spark local")
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args)))
+        return 0
+    names = list(MEASUREMENTS) + (["privloss_spark_l0"] if args.spark else [])
+    info, results = measure_all(args, names)
     raw = results[0]["best_s"]
     print(f"{args.rows:,} rows, <= {args.max_per_user} rows/user, Zipf({args.zipf}) over "
           f"{args.items:,} items; l0={args.l0}, linf={args.linf}, top={args.top}; "
@@ -174,10 +196,7 @@ def main(argv=None):
         print(f"{row['name']:24s} {row['best_s']:8.3f} {row['median_s']:9.3f} "
               f"{row['ratio_to_raw_groupby']:7.1f} {row['peak_rss_mb']:8.0f}"
               + (f"   (+ {row['startup_s']:.1f} s Spark start-up)" if "startup_s" in row else ""))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump({"parameters": vars(args), "data": info, "results": results}, handle,
-                      indent=2)
+    write_json(args, info, results)
     return 0
 
 
