@@ -28,7 +28,6 @@ privacy", PODS 2003; lecture notes seed 003 ("Reconstruction attacks").
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -39,7 +38,7 @@ from scipy.optimize import linprog
 from privloss.accounting import calibrate_epsilon
 from privloss.bounds._numeric import check_positive, check_probability
 from privloss.events import Event, NonPrivate, PureDP
-from privloss.mechanisms.base import Mechanism
+from privloss.mechanisms.base import Mechanism, check_integer
 from privloss.samplers import discrete_laplace, uniform_integers
 from privloss.samplers.randomness import resolve_source
 
@@ -62,15 +61,6 @@ __all__ = [
 OBJECTIVES = ("max", "sum", "feasibility")
 #: Largest n for the exhaustive attack (4^n work).
 EXHAUSTIVE_MAX_N = 16
-
-
-def _check_integer(name: str, value, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum or (maximum is not None and value > maximum):
-        upper = "" if maximum is None else f" and <= {maximum}"
-        raise ValueError(f"{name} must be an integer >= {minimum}{upper}, got {value!r}")
-    return int(value)
 
 
 def _check_bits(name: str, values) -> np.ndarray:
@@ -104,14 +94,14 @@ def _check_queries(queries, n: int | None = None) -> np.ndarray:
 
 def random_database(n, *, source=None) -> np.ndarray:
     """n independent fair bits (``int8`` 0/1) from the random source."""
-    n = _check_integer("n", n, 1)
+    n = check_integer("n", n, 1)
     return resolve_source(source).random_bits(n).astype(np.int8)
 
 
 def random_subset_queries(n, num_queries, *, source=None) -> np.ndarray:
     """``num_queries`` x ``n`` boolean matrix: each index in each query with probability 1/2."""
-    n = _check_integer("n", n, 1)
-    num_queries = _check_integer("num_queries", num_queries, 1)
+    n = check_integer("n", n, 1)
+    num_queries = check_integer("num_queries", num_queries, 1)
     return resolve_source(source).random_bits(n * num_queries).reshape(num_queries, n)
 
 
@@ -128,7 +118,7 @@ def bounded_noise_answers(database, queries, error_bound, *, source=None) -> np.
     Not differentially private (a demonstration of "accurate" answers): every
     answer is within ``error_bound`` of the truth.
     """
-    error_bound = _check_integer("error_bound", error_bound, 0)
+    error_bound = check_integer("error_bound", error_bound, 0)
     truth = subset_sums(database, queries)
     noise = uniform_integers(-error_bound, error_bound + 1, size=truth.size,
                              source=resolve_source(source))
@@ -159,7 +149,7 @@ class LaplaceSubsetSums(Mechanism):
     neighbours = "one bit of the database changed"
 
     def __init__(self, num_queries, epsilon, delta=0.0):
-        self.num_queries = _check_integer("num_queries", num_queries, 1)
+        self.num_queries = check_integer("num_queries", num_queries, 1)
         self.epsilon = check_positive("epsilon", epsilon)
         self.delta = check_probability("delta", delta, closed_upper=False)
         calibration = calibrate_epsilon(self.num_queries, 0, self.epsilon, self.delta)
@@ -279,7 +269,7 @@ def _popcount(values: np.ndarray) -> np.ndarray:
 
 def all_subset_masks(n: int) -> np.ndarray:
     """Subset masks 0..2^n-1 (bit i = index i), the query order of the exhaustive attack."""
-    n = _check_integer("n", n, 1, EXHAUSTIVE_MAX_N)
+    n = check_integer("n", n, 1, EXHAUSTIVE_MAX_N)
     return np.arange(1 << n, dtype=np.int64)
 
 
@@ -359,8 +349,8 @@ def demonstrate_attack(n, *, num_queries=None, noise: str = "bounded", error_bou
     With ``objective="feasibility"`` the attacker is given E (bounded noise) or
     the observed maximum error (Laplace; an oracle advantage for the attacker).
     """
-    n = _check_integer("n", n, 1)
-    num_queries = 4 * n if num_queries is None else _check_integer("num_queries", num_queries, 1)
+    n = check_integer("n", n, 1)
+    num_queries = 4 * n if num_queries is None else check_integer("num_queries", num_queries, 1)
     if noise not in ("bounded", "laplace"):
         raise ValueError(f"noise must be 'bounded' or 'laplace', got {noise!r}")
     if objective not in OBJECTIVES:
@@ -370,7 +360,7 @@ def demonstrate_attack(n, *, num_queries=None, noise: str = "bounded", error_bou
     queries = random_subset_queries(n, num_queries, source=src)
     if noise == "bounded":
         bound = max(1, math.isqrt(n) // 10) if error_bound is None else \
-            _check_integer("error_bound", error_bound, 0)
+            check_integer("error_bound", error_bound, 0)
         answers = bounded_noise_answers(database, queries, bound, source=src)
         parameter, event = float(bound), NonPrivate()
     else:

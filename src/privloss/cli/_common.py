@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
+
+#: library parameter names in error messages -> the flags a CLI user types
+_FLAG_NAMES = {"d_bar": "--d-bar", "l0_sensitivity": "--l0", "linf_sensitivity": "--linf",
+               "user_column": "--user-column", "item_column": "--item-column"}
+_IDENTIFIER = re.compile(r"\b(" + "|".join(_FLAG_NAMES) + r")\b")
+#: plain words are flags only as the subject of a range check ("k must be ...")
+_SUBJECT = re.compile(r"(^|; |: )(k|epsilon|delta|domain)(?= must)")
 
 
 class CommandError(Exception):
@@ -32,3 +40,11 @@ def _finite(value):
 
 def warn(message: str) -> None:
     print(message, file=sys.stderr)
+
+
+def flag_names(message: str) -> str:
+    """'d_bar must be ...' -> '--d-bar must be ...' (only names used as a subject)."""
+    message = _IDENTIFIER.sub(lambda match: _FLAG_NAMES[match.group(1)], message)
+    message = _SUBJECT.sub(lambda match: match.group(1) + "--" + match.group(2), message)
+    return message.replace("a SqlQuery ... WHERE", "--sql and WHERE").replace(
+        "create_dataset / `privloss ledger create`", "`privloss ledger create`")

@@ -16,7 +16,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import secrets
 from pathlib import Path
 
@@ -27,12 +26,7 @@ from privloss.events import Interaction
 #: largest --k: more released items than this is a mistake, and the accounting of
 #: k mechanisms is O(k)
 MAX_K = 1_000_000
-#: library parameter names in error messages -> the flags a CLI user types
-_FLAG_NAMES = {"d_bar": "--d-bar", "l0_sensitivity": "--l0", "linf_sensitivity": "--linf",
-               "user_column": "--user-column", "item_column": "--item-column"}
-_IDENTIFIER = re.compile(r"\b(" + "|".join(_FLAG_NAMES) + r")\b")
-#: plain words are flags only as the subject of a range check ("k must be ...")
-_SUBJECT = re.compile(r"(^|; |: )(k|epsilon|delta|domain)(?= must)")
+
 
 
 def add_data_flags(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +96,7 @@ def data_source(args):
     digest = hashlib.sha256()
     try:
         for file in files:
-            digest.update(str(file.relative_to(path) if path.is_dir() else "").encode())
+            digest.update(str(file.relative_to(path)).encode() if file != path else b"")
             with file.open("rb") as handle:
                 for block in iter(lambda: handle.read(1 << 20), b""):
                     digest.update(block)
@@ -118,7 +112,11 @@ def _sql_fingerprint(args) -> dict:
     On Spark the rows are not fingerprinted, so every release is charged."""
     if args.engine != "duckdb":
         return {"sql": args.data, "unfingerprinted": secrets.token_hex(16)}
-    import duckdb
+    from privloss.analytics.engines.duckdb_engine import import_duckdb
+    try:
+        duckdb = import_duckdb()
+    except ImportError as error:
+        raise CommandError(str(error)) from error
 
     user, item = (('"' + name.replace('"', '""') + '"')
                   for name in (args.user_column, args.item_column))
@@ -180,7 +178,7 @@ def release_and_report(args, *, algorithm: str, k: int | None, nonnegative: bool
             warn("privloss: warning: --seed makes the noise predictable (NOT private) but the "
                  "release is still charged to the ledger")
     interaction = interaction or Interaction.ADAPTIVE.value
-    with _user_errors():       # bad parameters (e.g. k > d_bar) -> exit 2, before any work
+    with ledger_errors():       # bad parameters (e.g. k > d_bar) -> exit 2, before any work
         spec.parameters(epsilon=args.epsilon, delta=args.delta, k=k,
                         l0_sensitivity=l0_sensitivity, linf_sensitivity=args.linf,
                         d_bar=args.d_bar, known_domain=domain is not None,
@@ -197,7 +195,7 @@ def release_and_report(args, *, algorithm: str, k: int | None, nonnegative: bool
             return _print(args, stored.result, ledger=ledger, cached=True)
     noise_source, seed = sources(args)
     request = spec.engine_request(d_bar=args.d_bar, domain=domain)
-    with _user_errors():
+    with ledger_errors():
         histogram = bounded_histogram(data, user_column=args.user_column,
                                       item_column=args.item_column, l0=args.l0, linf=args.linf,
                                       engine=args.engine, seed=seed, source=noise_source, **request)
@@ -210,7 +208,7 @@ def release_and_report(args, *, algorithm: str, k: int | None, nonnegative: bool
                "events": [repr(event) for event in release.events]}
     if ledger is None:
         from privloss.accounting import compose
-        with _user_errors():
+        with ledger_errors():
             spent = compose(release.events, target_delta=max(args.delta, 0.0) or 0.0,
                             interaction=interaction)
         payload["spent"] = {"epsilon": spent.epsilon, "delta": args.delta, "bound": spent.bound}
@@ -219,39 +217,6 @@ def release_and_report(args, *, algorithm: str, k: int | None, nonnegative: bool
         receipt = ledger.release_with_receipt(args.dataset, query_key, lambda: payload,
                                               release.events)
     return _print(args, receipt.result, ledger=ledger, cached=receipt.cached)
-
-
-class _user_errors:
-    """Library errors -> one CLI line (exit 2), with parameter names as flags;
-    a refused ledger charge -> exit 3. Numeric overflow and exhausted memory mean
-    the parameters are out of range (e.g. --epsilon 1e300, --linf 1e12)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, error, traceback):
-        if error is None:
-            return False
-        from privloss.analytics.ledger import LedgerBudgetError, LedgerError
-        from privloss.cli.ledger import budget_refused
-
-        if isinstance(error, LedgerBudgetError):
-            raise budget_refused(error) from error
-        if isinstance(error, (ArithmeticError, MemoryError)):
-            detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-            raise CommandError(f"the parameters are out of the supported numeric range "
-                               f"({detail})") from error
-        if isinstance(error, (ValueError, TypeError, FileNotFoundError, LedgerError)):
-            raise CommandError(flag_names(str(error))) from error
-        return False
-
-
-def flag_names(message: str) -> str:
-    """'d_bar must be ...' -> '--d-bar must be ...' (only names used as a subject)."""
-    message = _IDENTIFIER.sub(lambda match: _FLAG_NAMES[match.group(1)], message)
-    message = _SUBJECT.sub(lambda match: match.group(1) + "--" + match.group(2), message)
-    return message.replace("a SqlQuery ... WHERE", "--sql and WHERE").replace(
-        "create_dataset / `privloss ledger create`", "`privloss ledger create`")
 
 
 def _plain(value):

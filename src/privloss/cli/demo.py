@@ -37,7 +37,7 @@ def run(args) -> int:
     try:
         import duckdb
     except ImportError as error:
-        raise CommandError("the demo needs DuckDB: pip install 'privloss[duckdb]'") from error
+        raise CommandError("the demo needs DuckDB: pip install 'privloss[analytics]'") from error
     from privloss.analytics.algorithms import ALGORITHMS
     from privloss.analytics.engines import bounded_histogram
     from privloss.analytics.inputs import SqlQuery

@@ -21,7 +21,7 @@ import math
 
 from privloss.analytics.ledger import (LEDGER_INTERACTIONS, Ledger, LedgerBudgetError,
                                        LedgerError, check_dataset_name)
-from privloss.cli._common import CommandError, print_json
+from privloss.cli._common import CommandError, flag_names, print_json
 from privloss.cli._parse import delta_value, positive
 
 #: exit status of a release refused by the budget
@@ -40,15 +40,21 @@ def budget_refused(error: LedgerBudgetError) -> CommandError:
 
 @contextlib.contextmanager
 def ledger_errors():
-    """Turn ledger errors into CLI errors: a refused release -> exit 3; a
-    missing / corrupt / busy ledger, an unknown or duplicate dataset and bad
-    arguments -> exit 2 (one line)."""
+    """Turn library errors into CLI errors: a refused release -> exit 3; a
+    missing / corrupt / busy ledger, an unknown or duplicate dataset, bad
+    arguments or data -> exit 2 (one line, parameter names spelled as flags);
+    numeric overflow or exhausted memory -> exit 2, "out of the supported
+    numeric range" (e.g. --epsilon 1e-300, --linf 1e12)."""
     try:
         yield
     except LedgerBudgetError as error:
         raise budget_refused(error) from error
-    except (LedgerError, ValueError, TypeError) as error:
-        raise CommandError(str(error)) from error
+    except (LedgerError, ValueError, TypeError, FileNotFoundError) as error:
+        raise CommandError(flag_names(str(error))) from error
+    except (ArithmeticError, MemoryError) as error:
+        detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        raise CommandError(f"the parameters are out of the supported numeric range "
+                           f"({detail})") from error
 
 
 def add_ledger_flags(parser: argparse.ArgumentParser, *, required: bool = False) -> None:

@@ -9,9 +9,20 @@ ledgers never need to know how the mechanism works.
 
 from __future__ import annotations
 
+import numbers
 from typing import Protocol
 
 from privloss.events import Composed, Event
+
+
+def check_integer(name: str, value, minimum: int, maximum: int | None = None) -> int:
+    """``value`` as int if it is an integer in [minimum, maximum] (no upper end if None)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        upper = "" if maximum is None else f" and <= {maximum}"
+        raise ValueError(f"{name} must be an integer >= {minimum}{upper}, got {value!r}")
+    return int(value)
 
 
 class Budget(Protocol):

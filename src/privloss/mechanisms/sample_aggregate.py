@@ -33,7 +33,6 @@ spec ``mechanisms.md`` §6.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -41,7 +40,7 @@ import numpy as np
 
 from privloss.bounds._numeric import check_positive
 from privloss.events import PureDP
-from privloss.mechanisms.base import Mechanism
+from privloss.mechanisms.base import Mechanism, check_integer
 from privloss.mechanisms.smooth_sensitivity import NOISE_TYPES, SmoothSensitivityMedian, check_range
 from privloss.samplers import discrete_laplace
 from privloss.samplers.randomness import resolve_source
@@ -50,15 +49,6 @@ __all__ = ["AGGREGATORS", "random_partition", "block_outputs", "SampleAggregate"
 
 #: Aggregators offered by :class:`SampleAggregate`.
 AGGREGATORS = ("median", "mean")
-
-
-def _check_integer(name: str, value, minimum: int, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum or (maximum is not None and value > maximum):
-        upper = "" if maximum is None else f" and <= {maximum}"
-        raise ValueError(f"{name} must be an integer >= {minimum}{upper}, got {value!r}")
-    return int(value)
 
 
 def random_partition(n: int, num_blocks: int, *, source=None) -> list[np.ndarray]:
@@ -75,8 +65,8 @@ def random_partition(n: int, num_blocks: int, *, source=None) -> list[np.ndarray
     Runtime
         O(n log n); expected fewer than 1 + n^2/2^64 rounds.
     """
-    n = _check_integer("n", n, 1)
-    num_blocks = _check_integer("num_blocks", num_blocks, 1, n)
+    n = check_integer("n", n, 1)
+    num_blocks = check_integer("num_blocks", num_blocks, 1, n)
     src = resolve_source(source)
     while True:
         keys = src.random_words(n)
@@ -145,7 +135,7 @@ class SampleAggregate(Mechanism):
         if not callable(function):
             raise TypeError(f"function must be callable, got {function!r}")
         self.function = function
-        self.num_blocks = _check_integer("num_blocks", num_blocks, 1)
+        self.num_blocks = check_integer("num_blocks", num_blocks, 1)
         self.epsilon = check_positive("epsilon", epsilon)
         self.lower, self.upper = check_range(lower, upper)
         if aggregator not in AGGREGATORS:
@@ -161,7 +151,7 @@ class SampleAggregate(Mechanism):
             if delta not in (None, 0, 0.0):
                 raise ValueError(f"delta must be None or 0 with the mean aggregator "
                                  f"(pure DP), got {delta!r}")
-            self.grid_bits = _check_integer("grid_bits", grid_bits, 1, 60)
+            self.grid_bits = check_integer("grid_bits", grid_bits, 1, 60)
             self._events = (PureDP(self.epsilon),)
 
     def _records(self, data):

@@ -60,12 +60,13 @@ _INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMAL
                   "UINTEGER"}
 
 
-def _import_duckdb():
+def import_duckdb():
+    """The duckdb module, or ImportError naming the extra that installs it."""
     try:
         import duckdb
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError("the DuckDB engine needs the 'duckdb' package: "
-                          "pip install 'privloss[duckdb]'") from error
+                          "pip install 'privloss[analytics]'") from error
     return duckdb
 
 
@@ -248,7 +249,7 @@ def _relation(duckdb, inp):
 def aggregate(inp, user_column: str, item_column: str, bounds: ContributionBounds,
               key: SelectionKey | None, limit: int | None) -> EngineResult:
     """Run the bounded histogram on a resolved input; see the module docstring."""
-    duckdb = _import_duckdb()
+    duckdb = import_duckdb()
     relation, owned = _relation(duckdb, inp)
     try:
         columns = list(relation.columns)
