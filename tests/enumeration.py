@@ -4,7 +4,9 @@ Each mechanism is a generalized randomized response RR_{range, t} (composition.m
 Definition 2.4): P = RR(0) puts mass q on output 0 (loss t) and 1 - q on output 1
 (loss t - range); Q = RR(1) puts mass p, 1 - p. Pure epsilon-DP is RR_{2 eps, eps}.
 The composition's hockey-stick divergence is summed over all 2^k joint outputs in
-mpmath at 50 digits, independently of every closed form in the library.
+mpmath at 50 digits (each function sets its own precision with ``workdps``, so no
+global precision leaks between tests), independently of every closed form in the
+library.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import itertools
 import mpmath
 import numpy as np
 
-mpmath.mp.dps = 50
+#: working precision (decimal digits) of the mpmath references
+DPS = 50
 
 
+@mpmath.workdps(DPS)
 def rr_pair(width, t):
     """(q, p): probabilities of output 0 under P and Q for RR_{width, t}."""
     width = mpmath.mpf(width)
@@ -29,16 +33,19 @@ def rr_pair(width, t):
     return q, p
 
 
+@mpmath.workdps(DPS)
 def dp_mechanism(epsilon):
     """The worst-case pure epsilon-DP pair, as (width, t)."""
     return (2 * mpmath.mpf(epsilon), mpmath.mpf(epsilon))
 
 
+@mpmath.workdps(DPS)
 def br_mechanism(epsilon, t):
     """An epsilon-BR pair with parameter t in [0, epsilon], as (width, t)."""
     return (mpmath.mpf(epsilon), mpmath.mpf(t))
 
 
+@mpmath.workdps(DPS)
 def product_delta(mechanisms, epsilon_g):
     """delta_{P||Q}(epsilon_g) of the product of two-point mechanisms, by enumeration."""
     pairs = [rr_pair(w, t) for (w, t) in mechanisms]
@@ -56,6 +63,7 @@ def product_delta(mechanisms, epsilon_g):
     return total
 
 
+@mpmath.workdps(DPS)
 def dp_composition_delta(epsilons, epsilon_g, deltas=None):
     """Optimal delta of adaptive pure/approximate DP composition by enumeration (MV)."""
     value = product_delta([dp_mechanism(e) for e in epsilons], epsilon_g)
@@ -67,6 +75,7 @@ def dp_composition_delta(epsilons, epsilon_g, deltas=None):
     return value
 
 
+@mpmath.workdps(DPS)
 def invert(delta_fn, target, upper, iterations=200):
     """Smallest epsilon_g in [0, upper] with delta_fn(epsilon_g) <= target (bisection)."""
     lo, hi = mpmath.mpf(0), mpmath.mpf(upper)

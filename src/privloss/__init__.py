@@ -14,6 +14,9 @@ from privloss._lazy import lazy_exports
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    # the high-level analytics API (privloss.topk(...), privloss.plan(...))
+    "privloss.analytics.api": ("histogram", "topk"),
+    "privloss.analytics.planning": ("max_epsilon", "plan"),
     "privloss.accounting": (
         "AccountingResult", "BudgetExceededError", "PrivacyAccountant", "PrivacyFilter",
         "UnsupportedEventError", "calibrate_epsilon", "calibrate_gaussian_sigma", "compose",

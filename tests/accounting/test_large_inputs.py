@@ -40,10 +40,10 @@ def test_non_adaptive_at_k_1e5(epsilon):
 
 
 @pytest.mark.slow
+@mpmath.workdps(40)
 def test_theorem_1_at_k_1e4_is_exact_to_1e_9():
     """Reference: bisection at 40 digits on the closed form of [CR] Thm 1 (mpmath), recipe in
     worked_values.md §1 (CF + ROOT)."""
-    mpmath.mp.dps = 40
     k, eps, delta = 10 ** 4, mpmath.mpf("0.1"), mpmath.mpf("1e-6")
     terms = [mpmath.binomial(k, i) * mpmath.e ** ((k - i) * eps) for i in range(k + 1)]
     lows = [mpmath.binomial(k, i) * mpmath.e ** (i * eps) for i in range(k + 1)]
@@ -69,3 +69,16 @@ def test_theorem_1_at_k_1e4_is_exact_to_1e_9():
     value = optimal_dp_epsilon(k, 0.1, 1e-6)
     assert value >= float(hi) * (1 - 1e-15)
     assert value == pytest.approx(float(hi), rel=1e-9)
+
+
+def test_counts_beyond_the_documented_maximum_are_refused_at_once():
+    """compose([PureDP(0.1, count=2**31)]) used to allocate 16 GB and hang."""
+    import pytest
+    from privloss import PrivacyFilter, PureDP, compose
+    from privloss.accounting.profile import MAX_MECHANISMS
+    with pytest.raises(ValueError, match="count must keep a composition to at most"):
+        compose([PureDP(0.1, count=2**31)], target_delta=1e-6)
+    budget = PrivacyFilter(1.0)
+    with pytest.raises(ValueError, match="10,000,000"):
+        budget.spend(PureDP(1e-9, count=MAX_MECHANISMS + 1))
+    assert budget.spent().value == 0.0

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from privloss.analytics import SqlQuery, bounded_histogram
+from privloss.analytics.errors import ComputationFailed
 from privloss.analytics.bounding import SelectionKey
 from privloss.analytics.engines.reference import (column_codes, reference_histogram,
                                                   selected_items)
@@ -154,16 +155,18 @@ def test_bad_arguments(kwargs, error, match):
 
 
 def test_empty_table_and_nulls():
+    """No data-dependent errors: an empty input is an empty histogram, rows with
+    a null user id or a null item are dropped."""
     kwargs = dict(user_column="user", item_column="item")
     empty = pa.table({"user": pa.array([], pa.int64()), "item": pa.array([], pa.string())})
-    with pytest.raises(ValueError, match="empty"):
-        bounded_histogram(empty, **kwargs)
-    with pytest.raises(ValueError, match="null user ids"):
-        bounded_histogram(_table([(1, "a"), (None, "b")]), **kwargs)
-    with pytest.raises(ValueError, match="null user ids"):
-        bounded_histogram(_table([(1, "a"), (None, "b")]), l0=1, seed=1, **kwargs)
-    with pytest.raises(ValueError, match="null items"):
-        bounded_histogram(_table([(1, "a"), (2, None)]), **kwargs)
+    histogram = bounded_histogram(empty, top=3, **kwargs)
+    assert histogram.items == () and histogram.total_items == 0 and histogram.next_count == 0
+    assert bounded_histogram(empty, domain=["a"], **kwargs).as_dict() == {"a": 0}
+    for extra in ({}, {"l0": 1, "seed": 1}):
+        assert bounded_histogram(_table([(1, "a"), (None, "b")]), **extra,
+                                 **kwargs).as_dict() == {"a": 1}
+        assert bounded_histogram(_table([(1, "a"), (2, None)]), **extra,
+                                 **kwargs).as_dict() == {"a": 1}
 
 
 def test_unreadable_and_missing_files(tmp_path):
@@ -176,8 +179,7 @@ def test_unreadable_and_missing_files(tmp_path):
         bounded_histogram(garbage, **kwargs)
     header_only = tmp_path / "header.csv"
     header_only.write_text("user,item\n")
-    with pytest.raises(ValueError, match="empty"):
-        bounded_histogram(header_only, **kwargs)
+    assert bounded_histogram(header_only, **kwargs).items == ()
 
 
 @pytest.fixture(scope="module")
@@ -194,10 +196,11 @@ def retail():
 
 def test_online_retail_histogram(retail):
     kwargs = dict(user_column="CustomerID", item_column="StockCode")
-    with pytest.raises(ValueError, match="null user ids"):
-        bounded_histogram(retail.sql("SELECT * FROM retail"), top=5, **kwargs)
     query = SqlQuery("SELECT * FROM retail WHERE CustomerID IS NOT NULL", retail)
     loose = bounded_histogram(query, top=10, **kwargs)
+    # null user ids are dropped by the engine itself
+    with_nulls = bounded_histogram(retail.sql("SELECT * FROM retail"), top=10, **kwargs)
+    assert with_nulls.as_dict() == loose.as_dict() and with_nulls.total_items == 3684
     bounded = bounded_histogram(query, top=10, l0=20, seed=1, **kwargs)
     # 4,372 customers and 3,684 stock codes bought by identified customers
     assert loose.total_items == 3684
@@ -213,10 +216,9 @@ def test_online_retail_histogram(retail):
 @pytest.mark.skipif(not RETAIL.exists(), reason=f"shared data file {RETAIL} is absent")
 def test_online_retail_from_the_file():
     kwargs = dict(user_column="CustomerID", item_column="StockCode", top=3)
-    with pytest.raises(ValueError, match="null user ids"):
-        bounded_histogram(RETAIL, **kwargs)
-    query = SqlQuery(f"SELECT CustomerID, StockCode FROM read_csv('{RETAIL}', all_varchar=true)"
-                     f" WHERE CustomerID IS NOT NULL")
+    assert bounded_histogram(RETAIL, **kwargs).total_items == 3684   # null users dropped
+    query = SqlQuery("SELECT CustomerID, StockCode FROM retail WHERE CustomerID IS NOT NULL",
+                     tables={"retail": RETAIL})
     assert bounded_histogram(query, **kwargs).total_items == 3684
 
 
@@ -255,9 +257,20 @@ def test_spark_equals_reference_on_integer_frames(spark):
 
 @needs_spark
 def test_spark_errors(spark, tmp_path):
-    frame = spark.createDataFrame([(1, "a"), (None, "b")], "user long, item string")
-    with pytest.raises(ValueError, match="null user ids"):
-        bounded_histogram(frame, user_column="user", item_column="item", engine="spark")
+    frame = spark.createDataFrame([(1, "a"), (None, "b"), (2, None)], "user long, item string")
+    assert bounded_histogram(frame, user_column="user", item_column="item",
+                             engine="spark").as_dict() == {"a": 1}     # nulls dropped
+    frame.createOrReplaceTempView("privloss_errors")
+    for text in ("SELECT 1 AS user, 'a' AS item; SELECT 2", "INSERT INTO privloss_errors "
+                 "VALUES (3, 'c')", "CREATE TABLE x AS SELECT 1", "SET spark.x = 1"):
+        with pytest.raises(ValueError, match="SELECT|parse"):
+            bounded_histogram(SqlQuery(text, spark), user_column="user", item_column="item",
+                              engine="spark")
+    failing = SqlQuery("SELECT user, raise_error(concat('count=', CAST(count(*) OVER () AS "
+                       "STRING))) AS item FROM privloss_errors", spark)
+    with pytest.raises(ComputationFailed) as failure:
+        bounded_histogram(failing, user_column="user", item_column="item", engine="spark")
+    assert "count" not in str(failure.value) and "3" not in str(failure.value).split("(")[0]
     with pytest.raises(ValueError, match="item_column 'x' not found"):
         bounded_histogram(frame, user_column="user", item_column="x", engine="spark")
     garbage = tmp_path / "garbage.parquet"
@@ -302,6 +315,6 @@ def test_spark_online_retail_equals_duckdb(spark):
     kwargs = dict(user_column="CustomerID", item_column="StockCode", l0=10, linf=1, top=20,
                   seed=3)
     on_spark = bounded_histogram(frame, engine="spark", **kwargs)
-    duck_query = SqlQuery(f"SELECT CustomerID, StockCode FROM read_csv('{RETAIL}', "
-                          f"all_varchar=true) WHERE CustomerID IS NOT NULL")
+    duck_query = SqlQuery("SELECT CustomerID, StockCode FROM retail WHERE CustomerID IS NOT "
+                          "NULL", tables={"retail": RETAIL})
     _assert_same(on_spark, bounded_histogram(duck_query, **kwargs))

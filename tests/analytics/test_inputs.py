@@ -88,11 +88,16 @@ def test_frames(rows, table, expected):
 def test_sql_inputs(tmp_path, table, expected):
     parquet = tmp_path / "rows.parquet"
     pq.write_table(table, parquet)
-    text = f"SELECT * FROM read_parquet('{parquet}')"
-    _check(bounded_histogram(text, **KWARGS), expected)
-    _check(bounded_histogram(SqlQuery(text), **KWARGS), expected)
+    # privloss's own connection reads only the registered tables
+    _check(bounded_histogram(SqlQuery("SELECT * FROM rows", tables={"rows": parquet}),
+                             **KWARGS), expected)
+    empty = bounded_histogram(SqlQuery("SELECT * FROM rows WHERE false",
+                                       tables={"rows": parquet}), **KWARGS)
+    assert empty.items == () and empty.total_items == 0
+    with pytest.raises(ValueError, match="Permission|disabled"):
+        bounded_histogram(SqlQuery(f"SELECT * FROM read_parquet('{parquet}')"), **KWARGS)
     connection = duckdb.connect()
-    connection.execute(f"CREATE TABLE events AS {text}")
+    connection.execute(f"CREATE TABLE events AS SELECT * FROM read_parquet('{parquet}')")
     before = connection.execute("SELECT count(*) FROM events").fetchall()
     _check(bounded_histogram(SqlQuery("SELECT * FROM events", connection), **KWARGS), expected)
     _check(bounded_histogram(connection.sql("FROM events"), **KWARGS), expected)
@@ -104,13 +109,15 @@ def test_sql_inputs(tmp_path, table, expected):
 def test_resolve_input_kinds(tmp_path, table):
     path = tmp_path / "x.csv"
     path.write_text("a,b\n")
-    assert resolve_input(path) == FileInput(path, "csv")
+    assert resolve_input(path) == FileInput(path, "csv", files=(str(path),))
     assert resolve_input(str(path)).format == "csv"
     assert isinstance(resolve_input(table), FrameInput)
     assert isinstance(resolve_input("  select 1"), QueryInput)
     assert isinstance(resolve_input("WITH t AS (SELECT 1) SELECT * FROM t"), QueryInput)
     assert isinstance(resolve_input(duckdb.sql("SELECT 1 AS a")), RelationInput)
     assert resolve_input(SqlQuery("SELECT 1", None)) == QueryInput("SELECT 1", None)
+    resolved = resolve_input(SqlQuery("SELECT * FROM t", tables={"t": path}))
+    assert resolved.tables == (("t", FileInput(path, "csv", files=(str(path),))),)
     with pytest.raises(FileNotFoundError, match="select 1.csv"):
         resolve_input(Path("select 1.csv"))  # a Path is never SQL
 

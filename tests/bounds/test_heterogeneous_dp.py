@@ -22,6 +22,7 @@ from tests.enumeration import dp_composition_delta, invert
 # independent references (implemented here, not imported from the library)
 # --------------------------------------------------------------------------
 
+@mpmath.workdps(50)
 def kov_delta(k, epsilon, epsilon_g, delta0=0):
     """MV homogeneous form of [CR] Theorem 1, in mpmath."""
     eps, eg = mpmath.mpf(epsilon), mpmath.mpf(epsilon_g)
@@ -165,9 +166,9 @@ def test_bracket_shrinks_with_lattice_step():
 
 
 @pytest.mark.parametrize("seed", range(3))
+@mpmath.workdps(40)
 def test_mixture_weights_dominate_and_are_minimal(seed):
     """The revealed mixture of RR_lo and RR_hi dominates RR_eps (profile on u >= 1)."""
-    mpmath.mp.dps = 40
     rng = np.random.default_rng(100 + seed)
     for _ in range(30):
         step = float(rng.choice([1e-3, 0.01, 0.1, 0.5, 2.0]))
@@ -182,7 +183,6 @@ def test_mixture_weights_dominate_and_are_minimal(seed):
         smaller = mpmath.mpf(w) * (1 - mpmath.mpf(1e-6))
         assert any(mixture_profile(smaller, lo, hi, u) < mixture_profile(1, e, e, u)
                    for u in kinks)
-    mpmath.mp.dps = 50
 
 
 # --------------------------------------------------------------------------
@@ -296,6 +296,30 @@ small_eps = st.lists(st.floats(0.0, 3.0, allow_subnormal=False), min_size=1, max
 epsilon_g_values = st.floats(0.0, 8.0, allow_subnormal=False)
 
 
+#: Longest lattice of the exact mode (the library's MAX_LATTICE_POINTS is 2e7).
+EXACT_LATTICE_POINTS = 2 ** 25
+
+
+def exact_mode_width_bound(eps, upper: float) -> float:
+    """Largest upper - lower of the exact modes, from their error analysis.
+
+    Both ends evaluate the same float sum over the lattice (or the 2^k atoms) with
+    steps one ulp apart, each pushed outward by its tracked relative error: a sum of
+    n non-negative terms errs by at most (n - 1) u (n counts every lattice point with
+    a positive loss, up to EXACT_LATTICE_POINTS, zero masses included), the masses
+    by about 4 (k + 1) u plus 6 u per term; the enumeration also shifts every loss by
+    at most k u sum(eps) + 4 u (eps_g + 1), and delta is 1-Lipschitz in eps_g. So
+    width <= 2 (n + 4 (k + 1) + 16) u upper + 2 (k u sum(eps) + 4 u (sum(eps) + 1)).
+    Here n is not known to the test, so n = EXACT_LATTICE_POINTS (>= 2^k for k <= 6).
+    Example: eps = [1.0, 1.00001] lies on the lattice 1e-5 Z (n = 100,001 positive
+    losses): at eps_g = 0, upper = 0.462 and the width is 1.03e-11 = 2 n u upper.
+    """
+    u, k, total = 2.0 ** -53, len(eps), math.fsum(eps)
+    n = EXACT_LATTICE_POINTS
+    return (2.02 * (n + 4 * (k + 1) + 16) * u * upper
+            + 2.02 * (k * u * total + 4 * u * (total + 1)) + 1e-300)
+
+
 @settings(max_examples=40, deadline=None)
 @given(small_eps, epsilon_g_values, st.one_of(st.none(), st.floats(0.004, 0.5)))
 def test_property_bracket_contains_truth(eps, eg, step):
@@ -306,7 +330,19 @@ def test_property_bracket_contains_truth(eps, eg, step):
     assert bracket.lower <= truth * (1 + 1e-12) + 1e-13
     assert truth <= bracket.upper * (1 + 1e-12) + 1e-13
     if step is None:
-        assert bracket.upper - bracket.lower <= 1e-12
+        assert bracket.upper - bracket.lower <= exact_mode_width_bound(eps, bracket.upper)
+
+
+def test_exact_mode_width_of_a_long_lattice():
+    """The Hypothesis counterexample of issue #12 (containment held; the old 1e-12 width
+    tolerance ignored the (n - 1) u error of summing the 100,001 lattice points)."""
+    eps = [1.0, 1.00001]
+    bracket = heterogeneous_dp_delta(eps, 0.0)
+    truth = heterogeneous_dp_delta_enumerated(eps, 0.0)
+    assert bracket.lower <= truth <= bracket.upper
+    assert bracket.upper - bracket.lower <= exact_mode_width_bound(eps, bracket.upper)
+    lattice_points = 100_001            # losses j 1e-5 > 0, j = 1 .. 200001 step 2
+    assert bracket.upper - bracket.lower <= 2.02 * (lattice_points + 16) * 2.0 ** -53 * bracket.upper
 
 
 medium_eps = st.lists(st.floats(0.001, 2.0), min_size=15, max_size=17)

@@ -17,6 +17,7 @@ from tests.enumeration import br_mechanism, dp_mechanism, product_delta
 REL = 1e-9
 
 
+@mpmath.workdps(50)
 def theorem1_delta_mv(k: int, epsilon: float, epsilon_g: float) -> mpmath.mpf:
     """[CR] Theorem 1 (MV homogeneous form, delta0 = 0), written independently in mpmath."""
     eps, eg = mpmath.mpf(epsilon), mpmath.mpf(epsilon_g)
@@ -127,6 +128,7 @@ def enumerated_delta(num_dp, num_br, epsilon, epsilon_g, t):
     return product_delta(mechanisms, epsilon_g)
 
 
+@mpmath.workdps(50)
 def candidate_points(num_dp, num_br, epsilon, epsilon_g):
     eps, eg = mpmath.mpf(epsilon), mpmath.mpf(epsilon_g)
     k = num_dp + num_br
@@ -134,6 +136,7 @@ def candidate_points(num_dp, num_br, epsilon, epsilon_g):
             for ell in range(k + num_dp + 1)]
 
 
+@mpmath.workdps(50)
 def check_against_enumeration(num_dp, num_br, epsilon, epsilon_g, grid_points):
     value = theorem3_delta(num_dp, num_br, epsilon, epsilon_g)
     if num_dp == 0:

@@ -87,3 +87,65 @@ def test_inverse_is_certified_and_monotone(k, epsilon, delta):
     assert optimal_dp_delta(k, epsilon, value) <= delta
     assert optimal_dp_epsilon(k + 1, epsilon, delta) >= value
     assert optimal_dp_epsilon(k, epsilon * 1.1, delta) >= value
+
+
+# ---- near the largest loss (issue 12, item 5): eps_g within 1e-6 of k eps --------------
+
+def _theorem1_mpmath(k, epsilon, epsilon_g):
+    """Theorem 1 at 50 digits from the float inputs taken exactly (only the active terms,
+    i < (k eps - eps_g) / (2 eps), contribute)."""
+    import mpmath
+
+    with mpmath.workdps(50):
+        eps, eg = mpmath.mpf(epsilon), mpmath.mpf(epsilon_g)
+        total = mpmath.mpf(0)
+        for i in range(k + 1):
+            term = mpmath.exp((k - i) * eps) - mpmath.exp(eg + i * eps)
+            if term <= 0:
+                break
+            total += mpmath.binomial(k, i) * term
+        return total / (1 + mpmath.exp(eps)) ** k
+
+
+def _near_maximum(k, epsilon):
+    top = k * epsilon
+    points = [top * (1 - r) for r in (1e-6, 3e-7, 1e-7, 1e-9, 1e-12, 1e-14)]
+    below = top
+    for _ in range(4):                       # the last few floats below (and at) k eps
+        points.append(below)
+        below = math.nextafter(below, 0.0)
+    return points
+
+
+@pytest.mark.parametrize("k, epsilon", [(1, 0.3), (2, 1e-3), (11, 16.94348870936686),
+                                        (18, 0.47153718434967623), (100, 0.1), (1000, 2.5)])
+def test_delta_near_the_largest_loss_is_exact(k, epsilon):
+    for epsilon_g in _near_maximum(k, epsilon):
+        truth = _theorem1_mpmath(k, epsilon, epsilon_g)
+        value = optimal_dp_delta(k, epsilon, epsilon_g)
+        assert value >= truth, (k, epsilon, epsilon_g)
+        assert value <= truth * (1 + 1e-10) + 1e-300, (k, epsilon, epsilon_g)
+
+
+def test_issue_examples_near_the_largest_loss():
+    # issue 12: the reported values were 2.245891488835574e-13 and 8.318416668009152e-07
+    # (2.4e-7 and 1.7e-8 relative below); references: _theorem1_mpmath at 50 digits
+    assert 2.245892028067484e-13 <= optimal_dp_delta(18, 0.47153718434967623, 8.487669316906967) \
+        <= 2.245892028067484e-13 * (1 + 1e-10)
+    assert 8.318416810089666e-07 <= optimal_dp_delta(11, 16.94348870936686, 186.37837497119304) \
+        <= 8.318416810089666e-07 * (1 + 1e-10)
+
+
+@pytest.mark.parametrize("k, epsilon, epsilon_g", [
+    (300_001, 1e-3, 1.0), (300_001, 1e-3, 5.0), (500_000, 0.01, 30.0), (500_000, 0.01, 120.0),
+    (250_000, 0.2, 2000.0), (250_000, 0.2, 49_000.0), (1_000_000, 1e-4, 0.05),
+])
+def test_windowed_sum_equals_the_full_sum_and_never_falls_below(monkeypatch, k, epsilon,
+                                                                  epsilon_g):
+    """Above WINDOW_FROM active terms the binomial sum runs over a window around its
+    largest (log-concave) term, the outside bounded by count x edge term."""
+    from privloss.bounds import optimal_dp
+    windowed = optimal_dp.optimal_dp_delta(k, epsilon, epsilon_g)
+    monkeypatch.setattr(optimal_dp, "WINDOW_FROM", 10**9)
+    full = optimal_dp.optimal_dp_delta(k, epsilon, epsilon_g)
+    assert full <= windowed <= full * (1 + 1e-12) + 1e-300

@@ -81,18 +81,18 @@ def test_order_of_flags_is_kept(capsys):
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["compose", "--dp", "-0.1", "--delta", "1e-6"], "epsilon"),
-    (["compose", "--dp", "nan", "--delta", "1e-6"], "epsilon"),
-    (["compose", "--dp", "0.1", "--delta", "1"], "delta"),
-    (["compose", "--dp", "0.1", "--delta", "-0.5"], "delta"),
-    (["compose", "--dp", "0.1x0", "--delta", "1e-6"], "K"),
-    (["compose", "--dp", "0.1x2.5", "--delta", "1e-6"], "K"),
-    (["compose", "--dp", "0.1"], "--delta"),
-    (["compose", "--dp", "0.1", "--delta", "1e-6", "--epsilon", "1"], "--epsilon"),
-    (["compose", "--dp", "0.1", "--delta", "1e-6", "--bogus"], "--bogus"),
-    (["compose", "--approx-dp", "0.1", "--delta", "1e-6"], "EPS:DELTA"),
-    (["compose", "--laplace", "0", "--delta", "1e-6"], "scale"),
-    (["compose", "--gaussian", "1", "--sensitivity", "-1", "--delta", "1e-6"], "sensitivity"),
+    (["compose", "--dp", "-0.1", "--target-delta", "1e-6"], "epsilon"),
+    (["compose", "--dp", "nan", "--target-delta", "1e-6"], "epsilon"),
+    (["compose", "--dp", "0.1", "--target-delta", "1"], "delta"),
+    (["compose", "--dp", "0.1", "--target-delta", "-0.5"], "delta"),
+    (["compose", "--dp", "0.1x0", "--target-delta", "1e-6"], "K"),
+    (["compose", "--dp", "0.1x2.5", "--target-delta", "1e-6"], "K"),
+    (["compose", "--dp", "0.1"], "--target-delta"),
+    (["compose", "--dp", "0.1", "--target-delta", "1e-6", "--target-epsilon", "1"], "--target-epsilon"),
+    (["compose", "--dp", "0.1", "--target-delta", "1e-6", "--bogus"], "--bogus"),
+    (["compose", "--approx-dp", "0.1", "--target-delta", "1e-6"], "EPS:DELTA"),
+    (["compose", "--laplace", "0", "--target-delta", "1e-6"], "scale"),
+    (["compose", "--gaussian", "1", "--sensitivity", "-1", "--target-delta", "1e-6"], "sensitivity"),
     (["calibrate", "--k", "0", "--target-epsilon", "1", "--delta", "1e-6"], "K"),
 ])
 def test_bad_input_one_line_exit_2(capsys, argv, needle):

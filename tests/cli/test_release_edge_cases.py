@@ -127,7 +127,8 @@ def test_sql_over_changed_data_is_a_new_query(capsys, tmp_path):
     ledger = tmp_path / "ledger.sqlite"
     run(capsys, "ledger", "create", "--ledger", ledger, "--dataset", "d", "--epsilon", "10")
     domain = _domain(tmp_path, "a")
-    query = ["histogram", f"SELECT * FROM '{data}'", "--sql", "--user-column", "user",
+    query = ["histogram", "SELECT * FROM events", "--sql", "--table", f"events={data}",
+             "--user-column", "user",
              "--item-column", "item", "--epsilon", "1", "--l0", "1", "--domain", domain,
              "--ledger", ledger, "--dataset", "d", "--json"]
     assert json.loads(run(capsys, *query)[1])["spent"]["releases"] == 1
@@ -142,4 +143,4 @@ def test_delta_above_the_budget_is_named(capsys, rows, tmp_path):
     run(capsys, "ledger", "create", "--ledger", ledger, "--dataset", "d", "--epsilon", "1")
     code, out, err = run(capsys, *base(rows, "topk"), "--k", "1", "--epsilon", "0.5",
                          "--delta", "1e-6", "--l0", "1", "--ledger", ledger, "--dataset", "d")
-    assert code == 3 and "budget" in err and "needs delta" in err
+    assert code == 3 and "budget" in err and "delta" in err

@@ -17,9 +17,9 @@ from privloss.experiments import _common, kang_table as K
 ALPHA = 1e-4  # significance level of the statistical checks
 
 
+@mpmath.workdps(40)
 def _images_failure(epsilon: float, k: int, level: int) -> float:
     """1 - P[|S_s| < level for all s <= k] by the method of images (exact big ints)."""
-    mpmath.mp.dps = 40
     p = 1 / (1 + mpmath.exp(-mpmath.mpf(epsilon)))
     survive = mpmath.mpf(0)
     for end in range(-level + 1, level):

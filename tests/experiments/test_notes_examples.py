@@ -69,3 +69,10 @@ def test_attack(outcome):
     # fixed seed; bounded noise ~sqrt(n)/10 is blatantly non-private, 1-DP Laplace is not
     assert numbers["attack_bounded_fraction_n64"] >= 0.9
     assert numbers["attack_laplace_fraction_n64"] <= 0.8
+
+
+def test_attack_verdict_comes_from_an_interval(outcome):
+    numbers = outcome[1]["key_numbers"]
+    row = next(r for r in outcome[1]["claims"] if r["claim"].startswith("answers within"))
+    assert row["verdict"] == "agree" and "agree at 10 trials" in row["ours"]
+    assert 0 < numbers["attack_difference_low"] <= numbers["attack_difference_mean"]

@@ -115,3 +115,57 @@ def test_progress_printer_and_csv_helpers(tmp_path):
         _common.parameter("x", 1, "mine")
     with pytest.raises(ValueError, match="columns"):
         _common.write_csv(tmp_path / "u.csv", ("a",), [(1, 2)])
+
+
+def test_run_all_goes_on_past_a_failing_reproduction(capsys, tmp_path, monkeypatch):
+    from privloss.experiments import cr_fig4
+
+    def broken(out_dir, **_):
+        raise ArithmeticError("bracket did not close")
+
+    monkeypatch.setattr(experiments, "MODULES", ("cr_fig4", "cr_interpolation"))
+    monkeypatch.setattr(cr_fig4, "run", broken)
+    code, out, err = call(capsys, "all", "--quick", "--out", str(tmp_path))
+    assert code == 1
+    assert "cr-fig4 failed: ArithmeticError: bracket did not close" in err
+    assert "1 of 2 failed: cr-fig4" in err.splitlines()[-1]
+    assert "cr-interpolation:" in out and (tmp_path / "cr-interpolation.md").is_file()
+    code, out, _ = call(capsys, "all", "--quick", "--out", str(tmp_path), "--json")
+    assert code == 1
+    assert [row["name"] for row in json.loads(out)] == ["cr-interpolation", "cr-fig4"]
+    assert json.loads(out)[1]["failed"] is True
+
+
+def test_matplotlib_is_checked_before_any_computation(capsys, tmp_path, monkeypatch):
+    import importlib.util
+
+    from privloss.experiments import cr_fig4
+
+    def must_not_run(out_dir, **_):
+        raise AssertionError("computed before checking matplotlib")
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    monkeypatch.setattr(cr_fig4, "run", must_not_run)
+    with pytest.raises(CommandError, match=r"pip install '\.\[plot\]'"):
+        reproduce.run(parse("cr-fig4", "--quick", "--out", str(tmp_path)))
+
+
+def test_difference_verdict():
+    # t_{9, 0.975} = 2.2621571627 (scipy.stats.t.ppf; R: qt(0.975, 9))
+    verdict = _common.difference_verdict([1.0, 3.0] * 5)
+    assert verdict["mean"] == 2.0
+    half = 2.2621571627 * (10 / 9) ** 0.5 / 10 ** 0.5
+    assert (verdict["low"], verdict["high"]) == pytest.approx((2 - half, 2 + half), rel=1e-9)
+    assert verdict["verdict"] == "agree" and verdict["text"].startswith("agree at 10 trials")
+    assert _common.difference_verdict([-1.0, -3.0] * 5)["verdict"] == "disagree"
+    unclear = _common.difference_verdict([-1.0, 1.5] * 5)
+    assert unclear["verdict"] == "inconclusive" and "contains 0" in unclear["text"]
+    assert _common.difference_verdict([5.0])["verdict"] == "inconclusive"   # no interval from one
+    with pytest.raises(ValueError, match="finite"):
+        _common.difference_verdict([1.0, float("nan")])
+    row = _common.claim("c", "d", "o", True, "w", verdict="inconclusive")
+    assert row["agree"] is None and row["verdict"] == "inconclusive"
+    with pytest.raises(ValueError, match="verdict"):
+        _common.claim("c", "d", "o", True, "w", verdict="maybe")

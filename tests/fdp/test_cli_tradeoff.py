@@ -79,10 +79,10 @@ def test_plot_is_written(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (("--gaussian", "0"), "sigma in '0' must be in (0, inf)"),
-    (("--rr", "-1"), "epsilon in '-1' must be in [0, inf)"),
-    (("--laplace", "1x0"), "K in '1x0' must be a positive integer"),
+    (("--rr", "-1"), "epsilon in '-1' must be in [0, 700]"),
+    (("--laplace", "1x0"), "K in '1x0' must be an integer in [1, 10^6]"),
     (("--rr", "0.1", "--sensitivity", "0"), "sensitivity must be in (0, inf)"),
-    (("--rr", "0.1", "--points", "1"), "points must be an integer in [2, 1000000]"),
+    (("--rr", "0.1", "--points", "1"), "points must be an integer in [2, 10^5]"),
 ])
 def test_bad_values_exit_2_with_one_line(capsys, argv, message):
     code, _, err = run_exit(capsys, *argv)

@@ -19,10 +19,11 @@ from privloss.accounting import BudgetExceededError, Profile, epsilon_of_profile
 from privloss.analytics._serialize import (EVENT_TYPES, canonical_query_key, event_from_json,
                                            event_to_json, events_from_text, events_to_text)
 from privloss.analytics.ledger import (DatasetExistsError, Ledger, LedgerBudgetError, LedgerError,
-                                       UnknownDatasetError)
+                                       PlanItem, UnknownDatasetError)
 from privloss.events import (ApproxDP, ApproxZCDP, BoundedRange, Composed, ConcentratedDP,
                              DiscreteGaussian, DiscreteLaplace, Event, Gaussian, Laplace,
-                             NonPrivate, NoOp, PureDP, RandomizedResponse, ZCDP)
+                             NonPrivate, NoOp, PureDP, RandomizedResponse, ZCDP, Group,
+                             Parallel, PoissonSampled, SampledWithoutReplacement)
 
 ALL_EVENTS = (
     NoOp(), NonPrivate(), PureDP(0.1), PureDP(0.3, count=4), BoundedRange(0.05, count=2),
@@ -32,6 +33,8 @@ ALL_EVENTS = (
     DiscreteLaplace(5.0, sensitivity=2), DiscreteGaussian(3.0, sensitivity=3, count=2),
     Composed((PureDP(0.1), Composed((BoundedRange(0.2), Gaussian(5.0))), DiscreteLaplace(9.0))),
     Composed(()),
+    PoissonSampled(Gaussian(2.0), 0.01, count=10), SampledWithoutReplacement(Laplace(3.0), 10, 100),
+    Group(PureDP(0.2), 3), Parallel((PureDP(0.1), BoundedRange(0.3))),
 )
 
 
@@ -68,7 +71,7 @@ def test_create_show_history(ledger):
                                           "spent_delta", "releases", "remaining_epsilon",
                                           "interaction")} == {
         "budget_epsilon": 2.0, "budget_delta": 1e-6, "spent_epsilon": 0.0, "spent_delta": 0.0,
-        "releases": 0, "remaining_epsilon": 2.0, "interaction": "adaptive"}
+        "releases": 0, "remaining_epsilon": 2.0, "interaction": "fully-adaptive"}
     assert ledger.history("retail") == []
     assert ledger.datasets() == ["retail"]
 
@@ -78,8 +81,9 @@ def test_create_show_history(ledger):
     summary = ledger.show("retail")
     assert summary["releases"] == 1
     # one 0.5-DP release at delta = 1e-6: the exact bound is a little under 0.5
-    assert 0.5 * (1 - 1e-5) <= summary["spent_epsilon"] <= 0.5
-    assert summary["spent_delta"] == 1e-6
+    # fully adaptive, basic composition: 0.5, rounded outward by at most 1e-11
+    assert 0.5 <= summary["spent_epsilon"] <= 0.5 * (1 + 1e-11)
+    assert 0.0 <= summary["spent_delta"] <= 1e-6      # the filter's delta in use
     assert summary["remaining_epsilon"] == pytest.approx(1.5, rel=1e-5)
     (row,) = ledger.history("retail")
     assert row["query"] == {"query": "count", "epsilon": 0.5}
@@ -99,8 +103,9 @@ def test_file_is_in_wal_mode_and_marked(tmp_path):
 
 
 def test_setwise_dataset_uses_setwise_accounting(ledger):
-    ledger.create_dataset("s", epsilon=5.0, delta=1e-6, interaction="setwise")
     events = [Gaussian(5.0), BoundedRange(0.1, count=3), Laplace(10.0)]
+    ledger.create_dataset("s", epsilon=5.0, delta=1e-6, interaction="setwise",
+                          plan=[PlanItem(events)])
     ledger.release("s", "q", lambda: 0, events)
     expected = epsilon_of_profile(Profile.of(events), "setwise", 1e-6)
     summary = ledger.show("s")
@@ -124,7 +129,7 @@ def test_duplicate_dataset_is_refused_and_budget_kept(ledger):
     (dict(epsilon=math.nan), "epsilon must be in"),
     (dict(epsilon=1.0, delta=1.0), r"delta must be in \[0, 1\), got 1.0"),
     (dict(epsilon=1.0, delta=-1e-9), "delta must be in"),
-    (dict(epsilon=1.0, interaction="non-adaptive"), "interaction must be one of adaptive, setwise"),
+    (dict(epsilon=1.0, interaction="non-adaptive"), "interaction must be one of fully-adaptive, adaptive, setwise"),
     (dict(epsilon=1.0, interaction="sometimes"), "interaction must be one of"),
 ])
 def test_bad_dataset_parameters_leave_the_ledger_unchanged(ledger, kwargs, message):
@@ -269,40 +274,49 @@ def test_ten_releases_fit_and_the_eleventh_is_refused(ledger):
 def test_refusal_names_what_remains(ledger):
     ledger.create_dataset("d", epsilon=1.0)
     ledger.release("d", "a", lambda: 0, PureDP(0.7))
-    with pytest.raises(LedgerBudgetError, match=r"spent 0\.7, remaining epsilon 0\.3"):
+    with pytest.raises(LedgerBudgetError, match=r"remaining epsilon 0\.3 of 1"):
         ledger.release("d", "b", lambda: 0, Laplace(2.0))
     ledger.release("d", "c", lambda: 0, Laplace(4.0))       # 0.25 fits
 
 
-def test_result_computed_then_refused_is_discarded(ledger):
-    """The budget is taken by another release while this one computes: the
-    check under the lock refuses, and the computed value never comes back."""
+def test_a_release_is_charged_before_it_computes(ledger):
+    """The charge is recorded before compute() runs: a release racing in
+    while this one computes sees the budget already taken and is refused."""
     ledger.create_dataset("d", epsilon=1.0)
+    seen = {}
 
     def compute():
-        ledger.release("d", "other", lambda: "other", PureDP(0.8))   # races ahead
-        return "secret"
+        seen["status"] = ledger.history("d")[-1]["status"]
+        with pytest.raises(LedgerBudgetError, match="budget"):
+            ledger.release("d", "other", lambda: "other", PureDP(0.8))
+        return "mine"
 
-    with pytest.raises(LedgerBudgetError, match="budget"):
-        ledger.release("d", "mine", compute, PureDP(0.5))
+    assert ledger.release("d", "mine", compute, PureDP(0.5)) == "mine"
+    assert seen["status"] == "pending"
     rows = ledger.history("d")
-    assert [row["query"] for row in rows] == ["other"]
-    assert all(row["result"] != "secret" for row in rows)
+    assert [(row["query"], row["status"], row["result"]) for row in rows] == [
+        ("mine", "done", "mine")]
 
 
-def test_identical_query_recorded_while_computing_returns_the_recorded_one(ledger):
+def test_nested_identical_query_is_charged_again(ledger):
+    """An identical query asked from inside its own computation cannot wait for
+    itself: it is charged as a release of its own (never free, never blocked)."""
     ledger.create_dataset("d", epsilon=1.0)
 
     def compute():
-        ledger.release("d", "same", lambda: "first", PureDP(0.5))
-        return "second"
+        assert ledger.release("d", "same", lambda: "inner", PureDP(0.5)) == "inner"
+        return "outer"
 
     receipt = ledger.release_with_receipt("d", "same", compute, PureDP(0.5))
-    assert receipt.result == "first" and receipt.cached
-    assert ledger.show("d")["releases"] == 1
+    assert receipt.result == "outer" and not receipt.cached
+    assert ledger.show("d")["releases"] == 2
+    # the stored answer is the first release's (the outer one, recorded first)
+    assert ledger.release("d", "same", Counter(), PureDP(0.5)) == "outer"
 
 
-def test_failing_compute_records_nothing(ledger):
+def test_failing_compute_is_charged(ledger):
+    """A computation that fails after it started is charged (status failed):
+    a data-dependent failure must not be a free oracle."""
     ledger.create_dataset("d", epsilon=1.0)
 
     def compute():
@@ -310,7 +324,14 @@ def test_failing_compute_records_nothing(ledger):
 
     with pytest.raises(RuntimeError, match="engine failed"):
         ledger.release("d", "q", compute, PureDP(0.1))
-    assert ledger.show("d")["releases"] == 0
+    summary = ledger.show("d")
+    assert summary["releases"] == 1 and summary["failed"] == 1
+    assert summary["spent_epsilon"] == pytest.approx(0.1)
+    [row] = ledger.history("d")
+    assert row["status"] == "failed" and row["result"] is None
+    # a failed release is not a stored answer: asking again is charged again
+    assert ledger.release("d", "q", lambda: 7, PureDP(0.1)) == 7
+    assert ledger.show("d")["spent_epsilon"] == pytest.approx(0.2)
 
 
 @pytest.mark.parametrize("events, error, message", [
@@ -349,17 +370,19 @@ def test_bad_query_keys_and_compute(ledger):
     assert ledger.show("d")["releases"] == 0
 
 
-def test_unstorable_result_records_nothing(ledger):
+def test_unstorable_result_is_charged_and_not_stored(ledger):
     ledger.create_dataset("d", epsilon=1.0)
     with pytest.raises(TypeError, match="cannot store a value of type"):
         ledger.release("d", "q", lambda: {"x": object()}, PureDP(0.1))
-    assert ledger.show("d")["releases"] == 0
+    assert [row["status"] for row in ledger.history("d")] == ["failed"]
 
 
 def test_non_private_event_is_refused(ledger):
     ledger.create_dataset("d", epsilon=1.0, delta=1e-6)
-    with pytest.raises(LedgerBudgetError, match="infinity"):
-        ledger.release("d", "q", Counter(), NonPrivate())
+    compute = Counter()
+    with pytest.raises(LedgerBudgetError, match=r"no .*guarantee"):
+        ledger.release("d", "q", compute, NonPrivate())
+    assert compute.calls == 0 and ledger.show("d")["releases"] == 0
 
 
 class Answer(NamedTuple):
@@ -384,10 +407,11 @@ def test_results_round_trip_through_encode_and_decode(ledger):
     assert ledger.history("d")[0]["result"]["counts"] == [3.25, 0.30000000000000004]
 
 
-def test_spent_is_the_accountants_tightest_bound_on_mixed_events(ledger):
-    ledger.create_dataset("mix", epsilon=50.0, delta=1e-6)
+def test_spent_under_a_plan_is_the_accountants_tightest_bound_on_mixed_events(ledger):
     releases = [[Laplace(10.0), BoundedRange(0.1, count=3)], [DiscreteGaussian(3.0)],
                 [Composed((Gaussian(4.0), PureDP(0.2)))], [ApproxDP(0.3, 1e-8)]]
+    ledger.create_dataset("mix", epsilon=50.0, delta=1e-6, interaction="adaptive",
+                          plan=[PlanItem(events) for events in releases])
     for index, events in enumerate(releases):
         ledger.release("mix", index, lambda: index, events)
     everything = [event for events in releases for event in events]
@@ -542,7 +566,7 @@ def test_a_vanished_file_is_an_error_not_a_new_ledger(tmp_path):
     ledger = Ledger(path)
     ledger.create_dataset("d", epsilon=1.0)
     path.unlink()
-    with pytest.raises(LedgerError, match="cannot open"):
+    with pytest.raises(LedgerError, match="no ledger file|cannot open"):
         ledger.show("d")
     assert not path.exists()
 

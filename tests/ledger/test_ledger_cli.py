@@ -42,8 +42,12 @@ def path(tmp_path):
 
 
 def test_create_show_history_json(path, capsys):
+    plan = os.path.join(os.path.dirname(path), "plan.json")
+    with open(plan, "w") as handle:
+        json.dump([{"events": [{"type": "PureDP", "epsilon": 0.25, "count": 1}]}], handle)
     code, out, _ = run(["ledger", "create", "--ledger", path, "--dataset", "retail",
-                        "--epsilon", "1", "--delta", "1e-6", "--interaction", "setwise"], capsys)
+                        "--budget-epsilon", "1", "--budget-delta", "1e-6", "--interaction", "setwise",
+                        "--plan", plan], capsys)
     assert code == 0 and "retail" in out and "remaining" in out
     code, out, _ = run(["ledger", "show", "--ledger", path, "--dataset", "retail", "--json"], capsys)
     shown = json.loads(out)
@@ -56,7 +60,9 @@ def test_create_show_history_json(path, capsys):
     code, out, _ = run(["ledger", "show", "--ledger", path, "--dataset", "retail", "--json"], capsys)
     shown = json.loads(out)
     assert shown["releases"] == 1 and 0 < shown["spent_epsilon"] <= 0.25
-    assert shown["spent_delta"] == 1e-6
+    # one 0.25-DP release: delta 0 at the budget epsilon 1
+    assert shown["spent_delta"] == 0.0 and shown["remaining_delta"] == 1e-6
+    assert shown["plan"][0]["used"]
     code, out, _ = run(["ledger", "history", "--ledger", path, "--dataset", "retail", "--json"],
                        capsys)
     (row,) = json.loads(out)
@@ -65,7 +71,7 @@ def test_create_show_history_json(path, capsys):
 
 
 def test_human_output(path, capsys):
-    run(["ledger", "create", "--ledger", path, "--dataset", "d", "--epsilon", "2"], capsys)
+    run(["ledger", "create", "--ledger", path, "--dataset", "d", "--budget-epsilon", "2"], capsys)
     code, out, _ = run(["ledger", "history", "--ledger", path, "--dataset", "d"], capsys)
     assert code == 0 and "no releases" in out
     Ledger(path).release("d", "first", lambda: 1, [PureDP(0.5), PureDP(0.1, count=2)])
@@ -76,12 +82,12 @@ def test_human_output(path, capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--epsilon", "0"], "epsilon must be in (0, inf)"),
-    (["--epsilon", "-1"], "epsilon must be in (0, inf)"),
-    (["--epsilon", "abc"], "epsilon must be a number"),
-    (["--epsilon", "1", "--delta", "1"], "delta must be in [0, 1)"),
-    (["--epsilon", "1", "--interaction", "non-adaptive"], "invalid choice"),
-    ([], "the following arguments are required: --epsilon"),
+    (["--budget-epsilon", "0"], "budget-epsilon must be in (0, inf)"),
+    (["--budget-epsilon", "-1"], "budget-epsilon must be in (0, inf)"),
+    (["--budget-epsilon", "abc"], "budget-epsilon must be a number"),
+    (["--budget-epsilon", "1", "--budget-delta", "1"], "delta must be in [0, 1)"),
+    (["--budget-epsilon", "1", "--interaction", "non-adaptive"], "invalid choice"),
+    ([], "--budget-epsilon is required"),
 ])
 def test_bad_create_input_exits_2_and_leaves_no_file(path, capsys, extra, message):
     code, out, err = run(["ledger", "create", "--ledger", path, "--dataset", "d"] + extra, capsys)
@@ -90,18 +96,18 @@ def test_bad_create_input_exits_2_and_leaves_no_file(path, capsys, extra, messag
 
 
 def test_bad_name_creates_no_file(path, capsys):
-    code, _, err = run(["ledger", "create", "--ledger", path, "--dataset", " x", "--epsilon", "1"],
+    code, _, err = run(["ledger", "create", "--ledger", path, "--dataset", " x", "--budget-epsilon", "1"],
                        capsys)
     assert code == 2 and "dataset must be a non-empty name" in err
     assert not os.path.exists(path)
 
 
 def test_errors_on_existing_ledgers_exit_2_and_change_nothing(path, tmp_path, capsys):
-    run(["ledger", "create", "--ledger", path, "--dataset", "d", "--epsilon", "1"], capsys)
+    run(["ledger", "create", "--ledger", path, "--dataset", "d", "--budget-epsilon", "1"], capsys)
     Ledger(path).release("d", "q", lambda: 1, PureDP(0.5))
     before = (Ledger(path).show("d"), Ledger(path).history("d"))
     cases = [
-        (["ledger", "create", "--ledger", path, "--dataset", "d", "--epsilon", "5"], "already exists"),
+        (["ledger", "create", "--ledger", path, "--dataset", "d", "--budget-epsilon", "5"], "already exists"),
         (["ledger", "show", "--ledger", path, "--dataset", "nope"], "no dataset 'nope'"),
         (["ledger", "history", "--ledger", path, "--dataset", "nope"], "no dataset 'nope'"),
         (["ledger", "show", "--ledger", str(tmp_path / "missing.sqlite"), "--dataset", "d"],

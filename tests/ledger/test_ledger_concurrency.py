@@ -183,8 +183,10 @@ def _assert_consistent(path: str, answers: list[tuple[str, float]]) -> dict:
 
 
 #: stage -> whether the release killed there is recorded
-STAGES = {"computed": False, "begun": False, "checked": False, "inserted": False,
-          "committed": True, "returned": True}
+#: (the charge is recorded, pending, before computing: from "charged" on, a killed
+#: release stays charged, with or without its answer)
+STAGES = {"begun": False, "checked": False, "charged": True, "computed": True,
+          "finishing": True, "committed": True, "returned": True}
 
 
 def _kill_at_stages(tmp_path, stages) -> None:
@@ -207,10 +209,11 @@ def _kill_at_stages(tmp_path, stages) -> None:
 
 
 def test_kill_at_every_stage_of_a_release(tmp_path):
-    """Killed after computing (before BEGIN); right after BEGIN IMMEDIATE, after
-    the budget check and after the INSERT (inside the transaction, before
-    COMMIT); after COMMIT but before returning; after the answer was printed.
-    The six children run at once, each on its own ledger."""
+    """Killed right after BEGIN IMMEDIATE and after the budget check (inside the
+    charging transaction, before COMMIT); after the charge (before computing);
+    after computing; inside the transaction that stores the result; after
+    it; after the answer was printed. The children run at once, each on its
+    own ledger."""
     _kill_at_stages(tmp_path, tuple(STAGES))
 
 

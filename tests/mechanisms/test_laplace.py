@@ -88,6 +88,7 @@ def test_outputs_are_exact_integers_without_overflow():
 
 # -- accuracy ------------------------------------------------------------------------
 
+@mpmath.workdps(50)
 def _tail(w, scale):
     r = mpmath.exp(-1 / mpmath.mpf(Fraction(scale).numerator) * Fraction(scale).denominator)
     return 2 * r ** (w + 1) / (1 + r)
@@ -98,6 +99,7 @@ def _tail(w, scale):
 def test_half_width_is_the_smallest_valid_integer(scale, beta, dimension):
     w = discrete_laplace_half_width(scale, beta, dimension)
 
+    @mpmath.workdps(50)
     def joint(width):
         return 1 - (1 - _tail(width, scale)) ** dimension
 

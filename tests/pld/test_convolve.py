@@ -1,5 +1,7 @@
 """The a-priori convolution error bounds hold against exact integer arithmetic."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -68,3 +70,31 @@ def test_self_convolution_uses_one_transform(monkeypatch):
 def test_empty_input():
     result, bound = _convolve.convolve(np.zeros(0), np.ones(3))
     assert result.size == 0 and bound == 0.0
+
+
+# --------------------------------------------------------------------------
+# single-threaded norms and the SciPy-free recurrence
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("size", [1, 7, 1000, 100_000])
+def test_l2_norm_is_rounded_up(size):
+    values = np.random.default_rng(size).random(size) ** 3
+    assert _convolve._l2_norm_up(values) >= float(np.linalg.norm(values))
+    # rounded up by at most (n + 2) u / 2 relative, plus the sums' own rounding
+    assert _convolve._l2_norm_up(values) == pytest.approx(float(np.linalg.norm(values)),
+                                                         rel=(size + 8) * 2.0 ** -52)
+    tiny = np.full(size, 1e-170)           # squares underflow: still an upper bound
+    assert _convolve._l2_norm_up(tiny) >= 1e-170
+
+
+@pytest.mark.parametrize("size, step", [(1, 0.3), (10, 0.5), (5000, 1e-3), (200_000, 1e-4),
+                                        (100_000, 2.0), (1000, 800.0)])
+def test_decayed_cumsum_matches_lfilter(size, step):
+    from scipy.signal import lfilter
+
+    from privloss.bounds._recurrence import decayed_cumsum
+
+    values = np.random.default_rng(size).random(size) ** 5
+    decay = math.exp(-step)
+    expected = lfilter([1.0], [1.0, -decay], values)
+    assert np.allclose(decayed_cumsum(values, decay), expected, rtol=1e-12, atol=0)

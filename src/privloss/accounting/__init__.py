@@ -1,14 +1,23 @@
-"""Accountant (tightest valid bound), privacy filter and calibration."""
+"""Accountant (tightest valid bound), privacy filter and calibration.
 
-from privloss.accounting.accountant import (AccountingResult, BoundResult, PrivacyAccountant,
-                                            compose, epsilon_of_profile)
-from privloss.accounting.calibration import Calibration, calibrate_epsilon, calibrate_gaussian_sigma
-from privloss.accounting.candidates import CANDIDATES, Candidate
-from privloss.accounting.filter import BudgetExceededError, PrivacyFilter
-from privloss.accounting.profile import Profile, UnsupportedEventError
+Names are imported lazily (``privloss._lazy``): ``from privloss.accounting import
+PrivacyFilter`` loads the filter without the accountant's bound stack.
+"""
 
-__all__ = [
-    "AccountingResult", "BoundResult", "PrivacyAccountant", "compose", "epsilon_of_profile",
-    "Calibration", "calibrate_epsilon", "calibrate_gaussian_sigma", "CANDIDATES", "Candidate",
-    "BudgetExceededError", "PrivacyFilter", "Profile", "UnsupportedEventError",
-]
+from __future__ import annotations
+
+from privloss._lazy import lazy_exports
+
+_EXPORTS = {
+    "privloss.accounting.accountant": (
+        "AccountingResult", "BoundResult", "PrivacyAccountant", "compose", "epsilon_of_profile",
+    ),
+    "privloss.accounting.calibration": (
+        "Calibration", "calibrate_epsilon", "calibrate_gaussian_sigma",
+    ),
+    "privloss.accounting.candidates": ("CANDIDATES", "Candidate"),
+    "privloss.accounting.errors": ("BudgetExceededError",),
+    "privloss.accounting.filter": ("PlanMismatchError", "PrivacyFilter"),
+    "privloss.accounting.profile": ("Profile", "UnsupportedEventError"),
+}
+__getattr__, __dir__, __all__ = lazy_exports("privloss.accounting", _EXPORTS)

@@ -44,6 +44,11 @@ class AccountingResult:
     bound: str
     bounds: tuple[BoundResult, ...] = field(default=())
 
+    def __repr__(self) -> str:
+        applied = sum(1 for row in self.bounds if row.applies)
+        return (f"AccountingResult(epsilon={self.epsilon:.6g}, delta={self.delta:.6g}, "
+                f"bound={self.bound!r}, {applied} of {len(self.bounds)} bounds applied)")
+
     @property
     def epsilon(self) -> float:
         return self.value if self.target == "delta" else self.target_value
@@ -71,6 +76,13 @@ def _sorted(rows: list[BoundResult]) -> tuple[BoundResult, ...]:
     return tuple(sorted(rows, key=key))
 
 
+_NOT_PROVEN = {
+    Interaction.FULLY_ADAPTIVE: "not a filter theorem: needs the privacy parameters fixed in advance",
+    Interaction.SETWISE: "not proven set-wise: needs the order of parameters fixed in advance",
+    Interaction.ADAPTIVE: "needs a non-adaptive interaction (mechanisms fixed in advance)",
+}
+
+
 def _evaluate(profile: Profile, interaction: Interaction, target: str, target_value: float,
               candidates: tuple[Candidate, ...]) -> AccountingResult:
     if profile.has_non_private:
@@ -80,6 +92,11 @@ def _evaluate(profile: Profile, interaction: Interaction, target: str, target_va
         return AccountingResult(target, target_value, 0.0, "empty", ())
     rows: list[BoundResult] = []
     for candidate in candidates:
+        models = getattr(candidate, "models", ())
+        if interaction not in models:
+            rows.append(BoundResult(candidate.name, candidate.theorem, False, None,
+                                    _NOT_PROVEN.get(interaction, "not proven for this interaction")))
+            continue
         reason = candidate.why_not(profile, interaction)
         if reason is not None:
             rows.append(BoundResult(candidate.name, candidate.theorem, False, None, reason))
@@ -120,7 +137,10 @@ class PrivacyAccountant:
 
     Definition: the events are composed under ``interaction``
     (:class:`~privloss.events.Interaction`; default ``adaptive``, the safe one
-    among the three models of the main document).
+    among the three models of the main document). Only candidates whose
+    ``models`` include the interaction are evaluated; under ``fully-adaptive``
+    these are filter rules and the answer is the smallest budget that one rule,
+    fixed before the first event, would need (docs/accounting.md).
     Guarantee: :meth:`epsilon` returns the minimum, over every bound whose
     assumptions hold, of that bound's epsilon at the target delta; each bound
     is a valid upper bound, so the minimum is one too. :meth:`delta` likewise.

@@ -15,6 +15,13 @@ from privloss.events import BoundedRange, Interaction, PureDP
 
 #: relative width at which the per-mechanism epsilon bisection stops
 CALIBRATION_TOLERANCE = 1e-9
+#: the orders calibrate_epsilon can be asked to hold for
+ORDERS = ("any", "dp-first", "br-first")
+#: bounds whose value depends on the order of the mechanisms under adaptive
+#: composition ([CR] Lemma 5.1: DP then BR and BR then DP differ); every other
+#: bound is a function of the multiset of parameters (or, for Corollary 5.1, does
+#: not depend on the position of its single BR)
+ORDER_DEPENDENT_BOUNDS = frozenset({"adaptive-sequence"})
 
 
 @dataclass(frozen=True)
@@ -24,19 +31,37 @@ class Calibration:
 
     per_mechanism_epsilon: float
     check: AccountingResult
+    #: the order the guarantee holds for: "any", "dp-first" or "br-first"
+    order: str = "any"
 
 
-def _profile(num_dp: int, num_br: int, epsilon: float) -> Profile:
+def _profile(num_dp: int, num_br: int, epsilon: float, order: str = "dp-first") -> Profile:
     events = []
     if num_dp:
         events.append(PureDP(epsilon, count=num_dp))
     if num_br:
         events.append(BoundedRange(epsilon, count=num_br))
+    if order == "br-first":
+        events.reverse()
     return Profile(flatten(events))
+
+
+def _order_free(candidates: tuple[Candidate, ...], num_dp: int, num_br: int,
+                interaction: Interaction) -> tuple[Candidate, ...]:
+    """The candidates whose answer holds for every order of the DP and BR mechanisms.
+
+    Only adaptive composition of both kinds depends on the order: non-adaptively the
+    product of the pairs does not (each bound, whatever order it assumes, bounds the
+    same optimum), set-wise and fully adaptive bounds assume no order.
+    """
+    if interaction is not Interaction.ADAPTIVE or num_dp == 0 or num_br == 0:
+        return candidates
+    return tuple(c for c in candidates if c.name not in ORDER_DEPENDENT_BOUNDS)
 
 
 def calibrate_epsilon(num_dp: int, num_br: int, target_epsilon: float, target_delta: float, *,
                       interaction: Interaction | str = Interaction.ADAPTIVE,
+                      order: str = "any",
                       candidates: tuple[Candidate, ...] = CANDIDATES,
                       tolerance: float = CALIBRATION_TOLERANCE) -> Calibration:
     """Largest epsilon0 such that ``num_dp`` epsilon0-DP and ``num_br``
@@ -45,9 +70,15 @@ def calibrate_epsilon(num_dp: int, num_br: int, target_epsilon: float, target_de
     Definition: bisection on epsilon0 over the accountant's tightest bound,
     which is non-decreasing in epsilon0; the invariant "the low end meets the
     target" is kept, and the low end is returned.
-    Guarantee: the returned epsilon0 is re-checked by the accountant and never
-    exceeds the target; it is within a relative ``tolerance`` of the largest
-    such value for the accountant's bound.
+    ``order`` says in which order the mechanisms will be spent, which matters
+    for adaptive composition of DP and BR together ([CR] Lemma 5.1): ``"any"``
+    (default: the guarantee holds for every order, so the order-dependent
+    recursion is left out), ``"dp-first"`` (all DP, then all BR) or
+    ``"br-first"``.
+    Guarantee: the returned epsilon0 is re-checked by the accountant, for the
+    stated order (for every order with ``"any"``), and never exceeds the
+    target; it is within a relative ``tolerance`` of the largest such value
+    for the accountant's bound.
     Runtime: O(log(1/tolerance)) accountant evaluations.
     """
     if isinstance(num_dp, bool) or not isinstance(num_dp, int) or num_dp < 0:
@@ -59,10 +90,14 @@ def calibrate_epsilon(num_dp: int, num_br: int, target_epsilon: float, target_de
     target_eps = check_nonnegative("target_epsilon", target_epsilon)
     target_del = check_probability("target_delta", target_delta, closed_upper=False)
     interaction = Interaction.parse(interaction)
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if order == "any":
+        candidates = _order_free(tuple(candidates), num_dp, num_br, interaction)
 
     def spent(epsilon0: float) -> AccountingResult:
-        return epsilon_of_profile(_profile(num_dp, num_br, epsilon0), interaction, target_del,
-                                  candidates)
+        return epsilon_of_profile(_profile(num_dp, num_br, epsilon0, order), interaction,
+                                  target_del, candidates)
 
     def meets(epsilon0: float) -> bool:
         return spent(epsilon0).value <= target_eps
@@ -74,7 +109,7 @@ def calibrate_epsilon(num_dp: int, num_br: int, target_epsilon: float, target_de
             break
         low, high = high, high * 2.0
     else:
-        return Calibration(math.inf, spent(high))
+        return Calibration(math.inf, spent(high), order)
     while high - low > tolerance * max(high, 1e-300):
         mid = 0.5 * (low + high)
         if meets(mid):
@@ -83,8 +118,8 @@ def calibrate_epsilon(num_dp: int, num_br: int, target_epsilon: float, target_de
             high = mid
     check = spent(low)
     if check.value > target_eps:        # cannot happen with monotone bounds; stay safe
-        return Calibration(0.0, spent(0.0))
-    return Calibration(low, check)
+        return Calibration(0.0, spent(0.0), order)
+    return Calibration(low, check, order)
 
 
 def calibrate_gaussian_sigma(target_epsilon: float, target_delta: float, *,

@@ -17,6 +17,12 @@ from privloss.accounting import pld_bound
 from privloss.accounting.profile import Profile
 from privloss.bounds import (adaptive_sequence, advanced, basic, heterogeneous_dp, optimal_br,
                              optimal_dp, rdp, setwise, zcdp)
+from privloss.accounting.sampled_candidates import (gaussian_mus, need_gaussian_only,
+                                                   need_subsampled_gaussian, need_subsampled_pld,
+                                                   skip_if_gaussian_dp, subsampled_pld_delta,
+                                                   subsampled_pld_epsilon, subsampled_rdp_delta,
+                                                   subsampled_rdp_epsilon)
+from privloss.bounds import gaussian_dp
 from privloss.events import Interaction
 
 #: Largest number of mechanisms composed by the exact adaptive recursion.
@@ -26,6 +32,18 @@ HETEROGENEOUS_LIMIT = 10_000
 #: Bracket width the heterogeneous bound is refined to; only its certified upper
 #: end is charged, so a coarser bracket costs a little tightness, never validity.
 HETEROGENEOUS_TOLERANCE = 1e-3
+#: Largest number of distinct mechanisms (up to count) the PLD bound composes.
+PLD_DISTINCT_LIMIT = 1000
+#: Largest estimated grid of the composed PLD, 16 sqrt(sum count spread^2) / step
+#: (the trimmed law spans about 8 standard deviations each side; ~3 s of CPU at 5e6).
+PLD_GRID_LIMIT = 5_000_000
+#: Largest composition Theorems 2 and 3 are evaluated for (1.5 s of CPU at 10^5,
+#: linear in k); beyond it they are skipped, a rule that only tightens as events are
+#: added, so adding a mechanism never lowers the answer
+OPTIMAL_BR_LIMIT = 200_000
+#: largest exact lattice law of a discrete mechanism the PLD row builds (sigma = 1e6
+#: would enumerate ~2e7 atoms: 14 s); beyond it the Renyi and zCDP routes answer
+PLD_LATTICE_LIMIT = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -39,6 +57,10 @@ class Candidate:
     why_not: Callable[[Profile, Interaction], str | None]
     epsilon: Callable[[Profile, float], float]
     delta: Callable[[Profile, float], float]
+    #: the interaction models the bound is proven for (checked before ``why_not``);
+    #: the default leaves out fully-adaptive: a new bound must opt in with a filter theorem
+    models: frozenset = frozenset({Interaction.NON_ADAPTIVE, Interaction.ADAPTIVE,
+                                   Interaction.SETWISE})
 
 
 # --------------------------------------------------------------------------
@@ -82,6 +104,9 @@ def _need_nonadaptive_br(profile: Profile, interaction) -> str | None:
         return "needs a non-adaptive interaction (BR mechanisms fixed in advance)"
     if profile.size == 0 or profile.count_br != profile.size:
         return "needs bounded-range events only"
+    if profile.size > OPTIMAL_BR_LIMIT:
+        return (f"more than {OPTIMAL_BR_LIMIT:,} mechanisms (O(k) work per evaluation; "
+                f"the Renyi and zCDP routes answer)")
     return None
 
 
@@ -97,6 +122,9 @@ def _need_theorem3(profile: Profile, interaction) -> str | None:
         return "needs a non-adaptive interaction, or exactly one BR event (Corollary 5.1)"
     if interaction is Interaction.SETWISE:
         return "Corollary 5.1 assumes the order of parameters is fixed in advance"
+    if profile.size > OPTIMAL_BR_LIMIT:
+        return (f"more than {OPTIMAL_BR_LIMIT:,} mechanisms (O(k) work per evaluation; "
+                f"the Renyi and zCDP routes answer)")
     return None
 
 
@@ -111,6 +139,92 @@ def _need_sequence(profile: Profile, interaction) -> str | None:
     if profile.size > ADAPTIVE_RECURSION_LIMIT:
         return f"exact recursion limited to {ADAPTIVE_RECURSION_LIMIT} mechanisms"
     return None
+
+
+def _exact_optimum_applies(profile: Profile, interaction) -> bool:
+    """True when a closed-form optimum covers a profile of generic events: equal
+    (epsilon, delta) without BR (Theorem 1), or equal pure epsilons with BR either
+    non-adaptively (Theorems 2, 3) or with exactly one BR (Corollary 5.1).
+
+    The set of such profiles is closed under removing events, which keeps the PLD
+    rule below monotone: a profile the PLD skips has only exact sub-profiles.
+    """
+    if profile.has_mechanism_events or not profile.only_dp_like:
+        return False
+    eps, dels = profile.dp_like_epsilons_and_deltas()
+    if not (_homogeneous(eps) and _homogeneous(dels)):
+        return False
+    if profile.count_br == 0:
+        return True
+    return profile.only_pure and (interaction is Interaction.NON_ADAPTIVE or profile.count_br == 1)
+
+
+def _need_pld(profile: Profile, interaction) -> str | None:
+    """The PLD bound for named mechanisms and for generic PureDP / ApproxDP / BR events
+    (their worst-case pairs: randomized response [KOV], KOV's (eps, delta) pair, the
+    adaptive-valid BR envelope), so that adding a named mechanism never switches on a
+    bound the profile without it was denied (issue 12 item 5).
+
+    Every condition is closed under removing events (sizes only grow when events are
+    added), so answer(P + e) >= answer(P) up to the bracket widths
+    (tests/accounting/test_monotonicity.py).
+    """
+    if profile.has_mechanism_events:
+        reason = pld_bound.why_not(profile, interaction)
+        if reason is not None:
+            return reason
+    else:
+        if any(not isinstance(event, pld_bound.PLD_EVENTS) for event, _ in profile.atoms):
+            return "needs named mechanisms, PureDP, ApproxDP or BoundedRange events only (no zCDP/CDP)"
+        if profile.size > pld_bound.PLD_LIMIT:
+            return f"more than {pld_bound.PLD_LIMIT} mechanisms"
+        if _exact_optimum_applies(profile, interaction):
+            return "a closed-form optimum (optimal-dp, optimal-br-nonadaptive or optimal-mixed) applies"
+    distinct = len({pld_bound._key(event) for event, _ in profile.atoms})
+    if distinct > PLD_DISTINCT_LIMIT:
+        return f"more than {PLD_DISTINCT_LIMIT} distinct mechanisms (about 1 ms each to compose)"
+    atoms = _pld_lattice_atoms(profile)
+    if not atoms <= PLD_LATTICE_LIMIT:
+        return (f"out of its numeric range: a discrete mechanism's lattice would hold about "
+                f"{atoms:.2g} atoms (limit {PLD_LATTICE_LIMIT:.0e})")
+    grid = _pld_grid_estimate(profile)
+    if not grid <= PLD_GRID_LIMIT:
+        return (f"out of its numeric range: its grid would hold about {grid:.2g} points "
+                f"(limit {PLD_GRID_LIMIT:.0e})")
+    return None
+
+
+def _pld_lattice_atoms(profile: Profile) -> float:
+    """Atoms the largest discrete mechanism's exact lattice law enumerates (its
+    support out to a 1e-15-ish tail: about 20 sigma, or 80 scales). Depends on
+    the largest event only, so adding events never lowers it (monotonicity)."""
+    from privloss.events import DiscreteGaussian, DiscreteLaplace
+
+    largest = 0.0
+    for event, _ in profile.atoms:
+        if isinstance(event, DiscreteGaussian):
+            largest = max(largest, 20.0 * event.sigma)
+        elif isinstance(event, DiscreteLaplace):
+            largest = max(largest, 80.0 * event.scale)
+    return largest
+
+
+def _pld_grid_estimate(profile: Profile) -> float:
+    """16 sqrt(sum count s^2) / step, s = the largest loss of one mechanism (epsilon,
+    or sensitivity / scale; sensitivity / sigma for Gaussians). Non-decreasing when
+    events are added, as the monotonicity of the PLD rule needs."""
+    from privloss.pld.core import DEFAULT_STEP
+
+    total = 0.0
+    for event, count in profile.atoms:
+        if hasattr(event, "sigma"):
+            spread = getattr(event, "sensitivity", 1.0) / event.sigma
+        elif hasattr(event, "scale"):
+            spread = getattr(event, "sensitivity", 1.0) / event.scale
+        else:
+            spread = getattr(event, "epsilon", 0.0)
+        total += count * spread * spread
+    return 16.0 * math.sqrt(total) / DEFAULT_STEP
 
 
 def _need_all_br(profile: Profile, _interaction) -> str | None:
@@ -219,30 +333,81 @@ def _sequence(profile: Profile):
     return profile.ordered_pure_sequence()
 
 
+#: models a bound proven for a fixed sequence of parameters covers (set-wise: the
+#: bound depends on the multiset of parameters only, or all parameters are equal)
+FIXED_PARAMETER_MODELS = frozenset({Interaction.NON_ADAPTIVE, Interaction.ADAPTIVE,
+                                    Interaction.SETWISE})
+#: bounds proven only when the ORDER of parameters is fixed in advance; left out of
+#: set-wise (issue 11 item 7: KOV/MV/PLD are not proven for set-wise selection;
+#: KOV's value is still available set-wise through eq. (3), docs/accounting.md)
+SEQUENCE_MODELS = frozenset({Interaction.NON_ADAPTIVE, Interaction.ADAPTIVE})
+#: bounds that are also valid privacy filters (fully-adaptive). For a fixed profile
+#: under fully-adaptive the accountant reports the smallest budget epsilon that ONE
+#: filter rule, fixed before the first release, would need to admit these events
+#: (basic: RRUV 2016; the filter-* candidates below; GDP: Smith-Thakurta 2022); to
+#: ENFORCE a budget use PrivacyFilter, whose policy is fixed at creation
+#: (privloss.accounting.fully_adaptive, docs/accounting.md)
+ALL_MODELS = frozenset(Interaction)
+#: the filter-* candidates: the same arithmetic as zcdp-simple / zcdp-tight /
+#: rdp-exact, justified by filter theorems instead (listed under fully-adaptive only)
+FILTER_MODELS = frozenset({Interaction.FULLY_ADAPTIVE})
+
+
+def _advanced_filter_epsilon(profile: Profile, target_delta: float) -> float:
+    """[WRRW23] advanced composition filter: sum eps^2/2 + sqrt(2 log(1/delta') sum eps^2),
+    delta' = target delta minus the (conditioned) deltas of the events."""
+    slack = target_delta - profile.conditional_delta_total
+    eps = profile.conditional_dp_epsilons
+    eps = np.concatenate([eps, profile.br_epsilons])
+    if slack <= 0 or eps.size == 0 or not np.all(np.isfinite(eps)):
+        return math.inf
+    largest = float(eps.max())
+    if largest == 0:
+        return 0.0
+    norm = largest * math.sqrt(math.fsum(((eps / largest) ** 2).tolist())) * (1 + 1e-12)
+    return norm * norm / 2 + norm * math.sqrt(2 * -math.log(min(slack, 1.0)))
+
+
+def _advanced_filter_delta(profile: Profile, target_epsilon: float) -> float:
+    eps = np.concatenate([profile.conditional_dp_epsilons, profile.br_epsilons])
+    if not np.all(np.isfinite(eps)):
+        return 1.0
+    squares = math.fsum((eps * eps).tolist()) * (1 + 1e-12)
+    if squares == 0:
+        return min(1.0, profile.conditional_delta_total)
+    excess = target_epsilon - squares / 2
+    tail = 1.0 if excess <= 0 else math.exp(-excess * excess / (2 * squares))
+    return min(1.0, tail * (1 + 1e-12) + profile.conditional_delta_total)
+
+
 CANDIDATES: tuple[Candidate, ...] = (
     Candidate(
         "basic", "basic composition (sum of epsilons and deltas) [DMNS06]",
         _need_dp_like,
         lambda p, d: basic.basic_epsilon(_eps(p), d, deltas=_dels(p)),
         lambda p, e: basic.basic_delta(_eps(p), e, deltas=_dels(p)),
+        models=ALL_MODELS,
     ),
     Candidate(
         "drv-advanced", "advanced composition [DRV10] Thm III.3",
         _need_homogeneous_dp_like,
         lambda p, d: advanced.drv_epsilon(_uniform(p)[0], _uniform(p)[1], d, delta0=_uniform(p)[2]),
         lambda p, e: advanced.drv_delta(_uniform(p)[0], _uniform(p)[1], e, delta0=_uniform(p)[2]),
+        models=FIXED_PARAMETER_MODELS,
     ),
     Candidate(
         "kov-advanced", "heterogeneous advanced composition [KOV] Thm 3.5",
         _need_dp_like,
         lambda p, d: advanced.kov_epsilon(_eps(p), d, deltas=_dels(p)),
         lambda p, e: advanced.kov_delta(_eps(p), e, deltas=_dels(p)),
+        models=SEQUENCE_MODELS,
     ),
     Candidate(
         "optimal-dp", "optimal homogeneous DP composition [CR] Thm 1 = [KOV] Thm 3.3",
         _need_homogeneous_dp_like,
         lambda p, d: optimal_dp.optimal_dp_epsilon(*_uniform(p)[:2], d, delta0=_uniform(p)[2]),
         lambda p, e: optimal_dp.optimal_dp_delta(*_uniform(p)[:2], e, delta0=_uniform(p)[2]),
+        models=FIXED_PARAMETER_MODELS,
     ),
     Candidate(
         "optimal-dp-heterogeneous", "optimal heterogeneous DP composition [MV] Thm 1.5 (certified lattice)",
@@ -250,6 +415,7 @@ CANDIDATES: tuple[Candidate, ...] = (
         lambda p, d: heterogeneous_dp.heterogeneous_dp_epsilon(
             _eps(p), d, deltas=_dels(p), tolerance=HETEROGENEOUS_TOLERANCE),
         lambda p, e: heterogeneous_dp.heterogeneous_dp_delta(_eps(p), e, deltas=_dels(p)),
+        models=SEQUENCE_MODELS,
     ),
     Candidate(
         "optimal-br-nonadaptive", "optimal non-adaptive BR composition [CR] Thm 2 = [DDR] Thm 3 "
@@ -257,6 +423,7 @@ CANDIDATES: tuple[Candidate, ...] = (
         _need_nonadaptive_br,
         lambda p, d: optimal_br.theorem2_epsilon(p.size, _max_pure_epsilon(p), d),
         lambda p, e: optimal_br.theorem2_delta(p.size, _max_pure_epsilon(p), e),
+        models=frozenset({Interaction.NON_ADAPTIVE}),
     ),
     Candidate(
         "optimal-mixed", "optimal non-adaptive DP + BR composition [CR] Thm 3 (adaptive with one "
@@ -264,36 +431,64 @@ CANDIDATES: tuple[Candidate, ...] = (
         _need_theorem3,
         lambda p, d: optimal_br.theorem3_epsilon(p.size - p.count_br, p.count_br, _max_pure_epsilon(p), d),
         lambda p, e: optimal_br.theorem3_delta(p.size - p.count_br, p.count_br, _max_pure_epsilon(p), e),
+        models=SEQUENCE_MODELS,
     ),
     Candidate(
         "adaptive-sequence", "exact adaptive DP/BR recursion [CR] Lemma 5.1 (certified upper end)",
         _need_sequence,
         lambda p, d: adaptive_sequence.adaptive_sequence_epsilon(_sequence(p), d),
         lambda p, e: adaptive_sequence.adaptive_sequence_delta(_sequence(p), e),
+        models=SEQUENCE_MODELS,
     ),
     Candidate(
         "ddr-adaptive-br", "efficient adaptive BR bound [DDR] Cor. 3.1 / Prop. 4",
         _need_all_br,
         lambda p, d: setwise.ddr_adaptive_br_epsilon(p.br_epsilons, d),
         lambda p, e: setwise.ddr_adaptive_br_delta(p.br_epsilons, e),
+        models=FIXED_PARAMETER_MODELS,
     ),
     Candidate(
         "setwise-eq3", "set-wise adaptive DP/BR/CDP bound [CR] eq. (3)",
         _need_setwise,
         lambda p, d: setwise.setwise_epsilon(d, **_setwise_kwargs(p)),
         lambda p, e: setwise.setwise_delta(e, **_setwise_kwargs(p)),
+        models=FIXED_PARAMETER_MODELS,
+    ),
+    Candidate(
+        "filter-advanced", "advanced composition filter [WRRW23] (adaptively chosen epsilons)",
+        _need_dp_like,
+        _advanced_filter_epsilon,
+        _advanced_filter_delta,
+        models=FILTER_MODELS,
+    ),
+    Candidate(
+        "filter-zcdp", "zCDP filter [FZ21] / approximate zCDP filter [WRRW23] + [CKS] Cor. 13",
+        _always,
+        _zcdp_epsilon(zcdp.zcdp_epsilon_tight),
+        _zcdp_delta(zcdp.zcdp_delta_tight),
+        models=FILTER_MODELS,
+    ),
+    Candidate(
+        "filter-renyi", "Renyi filter at one order fixed in advance [FZ21] with the exact DP/BR "
+        "curves + [CKS] Prop. 12",
+        _always,
+        _rdp_epsilon,
+        _rdp_delta,
+        models=FILTER_MODELS,
     ),
     Candidate(
         "zcdp-simple", "zCDP composition + [BS16] Prop 1.3 (approximate zCDP: [CR] Lemma 3.4)",
         _always,
         _zcdp_epsilon(zcdp.zcdp_epsilon_simple),
         _zcdp_delta(zcdp.zcdp_delta_simple),
+        models=FIXED_PARAMETER_MODELS,  # fully-adaptive: see the filter-* candidates
     ),
     Candidate(
         "zcdp-tight", "zCDP composition + tight conversion [CKS] Cor. 13",
         _always,
         _zcdp_epsilon(zcdp.zcdp_epsilon_tight),
         _zcdp_delta(zcdp.zcdp_delta_tight),
+        models=FIXED_PARAMETER_MODELS,  # fully-adaptive: see the filter-* candidates
     ),
     Candidate(
         "rdp-exact", "exact worst-case Renyi curves of DP/BR + RDP composition + tight conversion "
@@ -301,12 +496,40 @@ CANDIDATES: tuple[Candidate, ...] = (
         _always,
         _rdp_epsilon,
         _rdp_delta,
+        models=FIXED_PARAMETER_MODELS,  # fully-adaptive: see the filter-* candidates
     ),
     Candidate(
-        "pld", "numerical privacy-loss distribution of the named mechanisms, certified bracket "
+        "pld", "numerical privacy-loss distribution of the named mechanisms and of the worst-case "
+        "pairs of PureDP/ApproxDP/BR events, certified bracket "
         "(Koskela et al. 2020; dominating pairs, Zhu-Dong-Wang 2022)",
-        pld_bound.why_not,
+        lambda p, i: skip_if_gaussian_dp(p, i) or _need_pld(p, i),
         pld_bound.epsilon,
         pld_bound.delta,
+        models=SEQUENCE_MODELS,
+    ),
+    Candidate(
+        "gaussian-dp", "exact Gaussian DP composition: mu = sqrt(sum (s_i/sigma_i)^2) and the GDP "
+        "profile [Dong-Roth-Su 2022 Cor. 2.13, 3.3; fully adaptive: Smith-Thakurta 2022]",
+        need_gaussian_only,
+        lambda p, d: gaussian_dp.gaussian_composition_epsilon(gaussian_mus(p), d),
+        lambda p, e: gaussian_dp.gaussian_composition_delta(gaussian_mus(p), e),
+        models=frozenset(Interaction.parse(value) for value in gaussian_dp.INTERACTIONS),
+    ),
+    Candidate(
+        "pld-subsampled", "certified PLD of Poisson-subsampled Laplace/Gaussian (add/remove; "
+        "Zhu-Dong-Wang 2022 dominating pairs) with the other PLD events",
+        need_subsampled_pld,
+        subsampled_pld_epsilon,
+        subsampled_pld_delta,
+        models=SEQUENCE_MODELS,
+    ),
+    Candidate(
+        "rdp-subsampled", "Renyi curves of subsampled Gaussians (Poisson: Mironov-Talwar-Zhang "
+        "2019; without replacement: Wang-Balle-Kasiviswanathan 2019) + exact DP/BR curves",
+        need_subsampled_gaussian,
+        subsampled_rdp_epsilon,
+        subsampled_rdp_delta,
+        models=FIXED_PARAMETER_MODELS,
     ),
 )
+

@@ -33,8 +33,12 @@ EVENT_TYPES: dict[str, type] = {
     for cls in (_events.NoOp, _events.NonPrivate, _events.PureDP, _events.BoundedRange,
                 _events.ApproxDP, _events.ZCDP, _events.ApproxZCDP, _events.ConcentratedDP,
                 _events.Laplace, _events.Gaussian, _events.RandomizedResponse,
-                _events.DiscreteLaplace, _events.DiscreteGaussian, _events.Composed)
+                _events.DiscreteLaplace, _events.DiscreteGaussian, _events.Composed,
+                _events.PoissonSampled, _events.SampledWithoutReplacement, _events.Group,
+                _events.Parallel)
 }
+#: events whose ``events`` field is a sequence of events
+_SEQUENCE_EVENTS = (_events.Composed, _events.Parallel)
 
 
 def event_to_json(event) -> dict:
@@ -44,11 +48,14 @@ def event_to_json(event) -> dict:
         known = ", ".join(EVENT_TYPES)
         raise TypeError(f"cannot store event {event!r} of type {kind.__module__}.{kind.__qualname__}: "
                         f"the ledger stores only {known}")
-    if kind is _events.Composed:
-        return {"type": "Composed", "events": [event_to_json(child) for child in event.events]}
+    if kind in _SEQUENCE_EVENTS:
+        return {"type": kind.__name__, "events": [event_to_json(child) for child in event.events]}
     out = {"type": kind.__name__}
     for item in dataclasses.fields(event):
         value = getattr(event, item.name)
+        if isinstance(value, _events.Event):       # the inner event of Group / sampled events
+            out[item.name] = event_to_json(value)
+            continue
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"cannot store event {event!r}: field {item.name} is {value!r}")
         out[item.name] = value
@@ -64,15 +71,17 @@ def event_from_json(value) -> _events.Event:
     if cls is None:
         raise ValueError(f"unknown stored event type {name!r}; known: {', '.join(EVENT_TYPES)}")
     fields = {key: item for key, item in value.items() if key != "type"}
-    if cls is _events.Composed:
+    if cls in _SEQUENCE_EVENTS:
         children = fields.get("events")
         if set(fields) != {"events"} or not isinstance(children, list):
-            raise ValueError(f"a stored Composed event must have exactly an 'events' list, got {value!r}")
-        return _events.Composed(tuple(event_from_json(child) for child in children))
+            raise ValueError(f"a stored {name} event must have exactly an 'events' list, got {value!r}")
+        return cls(tuple(event_from_json(child) for child in children))
     expected = {item.name for item in dataclasses.fields(cls)}
     if set(fields) != expected:
         raise ValueError(f"stored {name} event must have the fields {sorted(expected)}, "
                          f"got {sorted(fields)}")
+    if "event" in fields:                           # Group, PoissonSampled, SampledWithoutReplacement
+        fields["event"] = event_from_json(fields["event"])
     return cls(**fields)
 
 

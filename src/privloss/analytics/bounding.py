@@ -13,7 +13,10 @@ Rows are (user, item) pairs.  Let ``c(u, i)`` be the number of rows of user
 The bounded histogram is ``h(i) = sum over users u keeping i of min(c(u, i), linf)``.
 
 **The random choice.**  Each distinct pair gets a *selection key*; a user keeps
-the ``l0`` items with the smallest ``(key(u, i), code(i), i)``.  Users are
+the ``l0`` items with the smallest ``(key(u, i), code(i), tie(i))``, where
+``tie(i)`` is the label itself, except that in a text column canonical integer
+text comes after all other text (its code is itself, so it ties with at most
+one other label: one whose md5 code equals that integer).  Users are
 always told apart by their exact id, never by their code: md5 prefixes can be
 made to collide on purpose, and a user merged with another one could change up
 to ``2 l0`` counts.  A code collision only makes two choices correlated.  Keys are a
@@ -22,9 +25,17 @@ identical results in DuckDB, Spark and Python, so every engine chooses the same
 subsets for the same seed (this is what makes engine results equal):
 
 * ``code(v)``: for integer columns the value itself (signed 64-bit); for every
-  other column the first 15 hex digits of ``md5(text(v))`` read as an integer
-  (60 bits), where ``text`` is the engine's cast to string (identical in DuckDB
-  and Spark for strings and integers; CSV files are read as text by both);
+  other column, the integer ``int(text(v))`` when ``text(v)`` is *canonical
+  integer text* (:data:`CANONICAL_INTEGER`: ``0`` or an optional ``-`` and at
+  most 18 ASCII digits without a leading zero; "007", "+7", "-0", " 7" are
+  not), else the first 15 hex digits of ``md5(text(v))`` read as an integer
+  (60 bits).  ``text`` is the engine's cast to string (identical in DuckDB and
+  Spark for strings and integers; CSV files are read as text by both).  The
+  rule is decided **per value**, inside the engine: a value's code never
+  depends on the other rows (a per-column rule, "integers if every value is
+  one", would let one user's non-integer label change every other user's
+  choice).  Integer-valued text thus chooses as its integers do, and engines
+  group it as BIGINT (much faster than strings) while labels stay the text;
 * 32-bit lanes of a code ``v``: ``lo(v) = v & M``, ``hi(v) = (v >> 32) & M``
   with ``M = 2^32 - 1`` (arithmetic shift, two's complement);
 * ``mix(x)`` for ``x`` in ``[0, 2^32)``: ``x = ((x >> 16) ^ x) * C & M`` twice,
@@ -72,6 +83,7 @@ from __future__ import annotations
 
 import hashlib
 import numbers
+import re
 from dataclasses import dataclass
 
 __all__ = [
@@ -80,11 +92,13 @@ __all__ = [
     "MIX_MULTIPLIER",
     "MIX_SHIFT",
     "SEED_BITS",
+    "CANONICAL_INTEGER",
     "ContributionBounds",
     "SelectionKey",
     "check_bounds",
     "draw_seed",
     "integer_code",
+    "is_canonical_integer",
     "mix32",
     "text_code",
     "text_code_digits",
@@ -97,8 +111,14 @@ MIX_MULTIPLIER = 0x45D9F3B
 MIX_SHIFT = 16
 #: Bits of a seed drawn from the secure source.
 SEED_BITS = 128
+#: Canonical integer text (a full match): no sign but '-', no leading zero, no
+#: "-0", at most 18 digits (so it fits a signed 64-bit integer).  Such text is
+#: exactly the text of its BIGINT, so engines group it as BIGINT (the labels
+#: come back unchanged and "007" never meets "7").
+CANONICAL_INTEGER = "0|-?[1-9][0-9]{0,17}"
 #: Hex digits of md5(text) kept as the code of a non-integer value (60 bits).
 text_code_digits = 15
+_CANONICAL = re.compile(CANONICAL_INTEGER, re.ASCII)
 _ROUND_KEYS = 4
 _DOMAIN_TAG = b"privloss/analytics/l0-selection/v2"
 _INT64_MIN = -(1 << 63)
@@ -149,8 +169,18 @@ def integer_code(value) -> int:
     return value
 
 
+def is_canonical_integer(text: str) -> bool:
+    """Does ``text`` fully match :data:`CANONICAL_INTEGER`?  (ASCII digits only:
+    ``str.isdigit`` would accept other scripts' digits.)"""
+    return _CANONICAL.fullmatch(text) is not None
+
+
 def text_code(text: str) -> int:
-    """Code of a non-integer value from its text: md5 hex prefix (60 bits)."""
+    """Code of a non-integer value from its text: the integer itself for
+    canonical integer text (:data:`CANONICAL_INTEGER`), else the md5 hex prefix
+    (60 bits)."""
+    if is_canonical_integer(text):
+        return int(text)
     digest = hashlib.md5(text.encode("utf-8")).hexdigest()
     return int(digest[:text_code_digits], 16)
 

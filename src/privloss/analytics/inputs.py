@@ -5,16 +5,22 @@ Definition
 :func:`resolve_input` classifies ``data`` without reading it (only the file
 system is touched, to fail early on a missing file):
 
-* a path (``str`` or ``os.PathLike``) to ``.csv`` / ``.csv.gz`` / ``.tsv`` /
-  ``.tsv.gz`` (header row required; **every column is read as text** by both
-  engines, so labels are strings and both engines parse the same way: RFC 4180
-  quoting, empty field = null) or ``.parquet`` / ``.pq`` (a directory is read
-  as a Parquet dataset, ``**/*.parquet``);
+* a path (``str`` or ``os.PathLike``) to a regular file ``.csv`` / ``.csv.gz`` /
+  ``.tsv`` / ``.tsv.gz`` (header row required; **every column is read as text**
+  by both engines, so labels are strings and both engines parse the same way:
+  RFC 4180 quoting, empty field = null) or ``.parquet`` / ``.pq`` (a directory
+  is read as a Parquet dataset: every ``*.parquet`` file below it).  The exact
+  list of files is fixed here (``FileInput.files``) and the engines read those
+  names only: glob characters (``*?[]{}``) in a name are never expanded;
 * a pandas ``DataFrame``, a Polars ``DataFrame`` / ``LazyFrame``, a PyArrow
   ``Table`` / ``RecordBatch`` (DuckDB scans them in place; Spark converts them);
-* :class:`SqlQuery` ``(text, connection=None)``: a ``SELECT`` run by the
-  engine (DuckDB dialect on a DuckDB connection, default a fresh in-memory one;
-  Spark SQL on a ``SparkSession``);
+* :class:`SqlQuery` ``(text, connection=None, tables=None)``: exactly one
+  ``SELECT`` statement run by the engine (DuckDB dialect on a DuckDB
+  connection, default a fresh in-memory one; Spark SQL on a ``SparkSession``).
+  ``tables`` maps view names to data files (paths or :class:`FileInput`) the
+  query reads; on privloss's own DuckDB connection the query can read nothing
+  else (external access is switched off and the configuration locked before
+  it runs);
 * a string that starts with ``SELECT``, ``WITH`` or ``FROM``: the same as
   ``SqlQuery(text)`` (``pathlib.Path`` objects are always paths);
 * a DuckDB relation (``con.sql("...")``), or a PySpark ``DataFrame``.
@@ -22,7 +28,9 @@ system is touched, to fail early on a missing file):
 Privacy guarantee
 -----------------
 None by itself; inputs are read by the engine, and only the aggregated
-histogram returns to Python.
+histogram returns to Python.  SQL text is trusted operator input (it runs with
+the engine's privileges on a user-supplied connection or Spark session); on
+privloss's own DuckDB connection it is confined to the registered tables.
 
 Citation
 --------
@@ -37,6 +45,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,27 +64,41 @@ _SQL_START = re.compile(r"^\s*(select|with|from)\s", re.IGNORECASE)
 _CSV_SUFFIXES = {".csv": "csv", ".tsv": "tsv"}
 _COMPRESSED = {".gz"}
 _PARQUET_SUFFIXES = {".parquet", ".pq"}
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
 @dataclass(frozen=True)
 class SqlQuery:
-    """A ``SELECT`` query to run inside the engine; ``connection`` is a DuckDB
-    connection or a ``SparkSession`` (None: a fresh in-memory DuckDB / the
-    active Spark session)."""
+    """One ``SELECT`` statement to run inside the engine; ``connection`` is a
+    DuckDB connection or a ``SparkSession`` (None: a fresh, locked in-memory
+    DuckDB / the active Spark session); ``tables``: ``{name: path or FileInput}``
+    registered as views before the query runs (privloss's own connection only)."""
 
     text: str
     connection: object = None
+    tables: Mapping | None = None
 
     def __post_init__(self):
         if not isinstance(self.text, str) or not self.text.strip():
             raise ValueError(f"SqlQuery text must be a non-empty SQL string, got {self.text!r}")
+        if self.tables is not None and not isinstance(self.tables, Mapping):
+            raise TypeError(f"SqlQuery tables must be a mapping {{name: path}}, got "
+                            f"{type(self.tables).__name__}")
 
 
 @dataclass(frozen=True)
 class FileInput:
+    """``files``: the exact file names to read, in order (the engines read these
+    and nothing else; empty means ``(path,)``)."""
+
     path: Path
     format: str  # "csv", "tsv" or "parquet"
     is_directory: bool = False
+    files: tuple = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(str(file) for file in (self.files or (self.path,)))
 
 
 @dataclass(frozen=True)
@@ -86,8 +109,11 @@ class FrameInput:
 
 @dataclass(frozen=True)
 class QueryInput:
+    """``tables``: ``((name, FileInput), ...)`` registered as views before the query."""
+
     text: str
     connection: object = None
+    tables: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -121,22 +147,44 @@ def _resolve_path(path: Path) -> FileInput:
     if not path.exists():
         raise FileNotFoundError(f"data file not found: {str(path)!r}")
     if path.is_dir():
-        if not any(path.rglob("*.parquet")):
+        files = tuple(sorted(str(file) for file in path.rglob("*.parquet") if file.is_file()))
+        if not files:
             raise ValueError(f"data directory {str(path)!r} holds no *.parquet files")
-        return FileInput(path, "parquet", is_directory=True)
-    return FileInput(path, _file_format(path))
+        return FileInput(path, "parquet", is_directory=True, files=files)
+    if not path.is_file():     # a FIFO or a device: reading could hang or never end
+        raise ValueError(f"data {str(path)!r} is not a regular file or a directory")
+    return FileInput(path, _file_format(path), files=(str(path),))
+
+
+def _resolve_tables(tables) -> tuple:
+    if not tables:
+        return ()
+    resolved = []
+    for name, source in tables.items():
+        if not isinstance(name, str) or not _TABLE_NAME.match(name):
+            raise ValueError(f"table name must be a SQL identifier (letters, digits, _), "
+                             f"got {name!r}")
+        if not isinstance(source, FileInput):
+            if not isinstance(source, (str, os.PathLike)):
+                raise TypeError(f"table {name!r} must be a file path, got "
+                                f"{type(source).__name__}")
+            source = _resolve_path(Path(source))
+        resolved.append((name, source))
+    return tuple(resolved)
 
 
 def resolve_input(data):
     """Classify ``data`` (module docstring); raise on unsupported or missing input."""
     if isinstance(data, SqlQuery):
-        return QueryInput(data.text, data.connection)
+        return QueryInput(data.text, data.connection, _resolve_tables(data.tables))
     if isinstance(data, str):
         if _SQL_START.match(data):
             return QueryInput(data)
         if not data.strip():
             raise ValueError("data must be a path, a frame or a SQL query, got an empty string")
         return _resolve_path(Path(data))
+    if isinstance(data, FileInput):
+        return data
     if isinstance(data, os.PathLike):
         return _resolve_path(Path(data))
     module = _module_of(data)

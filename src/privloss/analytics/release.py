@@ -4,7 +4,9 @@ A release is the private output (labels, noisy counts, a 95% interval per
 count) together with the privacy it spent, as ``privloss.events``, so a
 budget (``PrivacyFilter``, the analytics ledger) can be charged without knowing
 how the algorithm works.  Everything in it may be shown to the analyst: it is
-computed only from the noisy output and public parameters.
+computed only from the noisy output and public parameters (no exact count, not
+even how many items the algorithm could see; ``tests/leaks`` checks every
+field on neighbouring datasets).
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ class Release(NamedTuple):
       them with ``privloss.accounting`` (their order is the order of use);
     * ``algorithm`` – registry name (``"known-laplace"``, ...);
     * ``parameters`` – the noise parameters actually used (JSON-friendly:
-      numbers and strings; exact rationals as strings such as ``"50/3"``).
+      numbers and strings; exact rationals as strings such as ``"50/3"``);
+    * ``spent`` – set by the high-level API (:mod:`privloss.analytics.api`):
+      the budget after this release (a ledger's totals, or this release
+      composed under the budget's model); None from an algorithm;
+    * ``guarantee`` – without a ledger, this release's own guarantee (API);
+    * ``cached`` – a ledger returned the stored answer of an identical query.
     """
 
     items: tuple
@@ -42,6 +49,36 @@ class Release(NamedTuple):
     events: tuple
     algorithm: str
     parameters: dict
+    spent: dict | None = None
+    guarantee: dict | None = None
+    cached: bool = False
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{_plain(item)!r}: {_plain(count)!r}"
+                          for item, count in zip(self.items[:5], self.counts.tolist()[:5]))
+        more = f", ... {len(self.items) - 5} more" if len(self.items) > 5 else ""
+        text = f"Release({self.algorithm}, {len(self.items)} item(s) {{{shown}{more}}}"
+        half_width = self.parameters.get("ci95_half_width")
+        if half_width is not None:
+            text += f", 95% interval +-{_plain(half_width)}"
+        if self.spent is not None and "epsilon" in self.spent:
+            text += f", spent epsilon={self.spent['epsilon']:.6g}"
+            if "budget_epsilon" in self.spent:
+                text += f" of {self.spent['budget_epsilon']:g}"
+        if self.cached:
+            text += ", stored answer"
+        return text + ")"
+
+    def to_pandas(self):
+        """A pandas DataFrame, one row per released item: ``item``, ``count``,
+        ``ci95_low``, ``ci95_high`` (counts after contribution bounding)."""
+        import pandas as pd
+
+        rows = self.rows()
+        return pd.DataFrame({"item": [row["item"] for row in rows],
+                             "count": [row["count"] for row in rows],
+                             "ci95_low": [row["ci95"][0] for row in rows],
+                             "ci95_high": [row["ci95"][1] for row in rows]})
 
     def rows(self) -> list[dict]:
         """``[{"item": ..., "count": ..., "ci95": [low, high]}, ...]`` with plain Python numbers."""

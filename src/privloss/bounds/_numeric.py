@@ -108,6 +108,19 @@ def check_epsilon_list(name: str, values) -> np.ndarray:
 # pessimistic rounding
 # --------------------------------------------------------------------------
 
+def exact_sum(values) -> float:
+    """The correctly rounded sum of a float array (``math.fsum``), in O(1) extra
+    work for a constant array: n x as one float product is the correctly rounded
+    value of the exact n x, which is what fsum returns (n <= 2^53 is exact)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return 0.0
+    first = values.flat[0]
+    if values.size > 64 and math.isfinite(first) and bool(np.all(values == first)):
+        return float(first) * values.size
+    return math.fsum(values.ravel())
+
+
 def round_up(value: float, *, relative: float = RELATIVE_SLACK) -> float:
     """Push a computed non-negative loss (delta or epsilon) up by a relative slack.
 

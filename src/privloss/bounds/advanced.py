@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from privloss.bounds._numeric import (check_count, check_epsilon_list, check_nonnegative,
+from privloss.bounds._numeric import (check_count, check_epsilon_list, check_nonnegative, exact_sum,
                                       check_probability, round_up, safe_delta)
 from privloss.bounds.basic import _deltas_like
 
@@ -63,16 +63,16 @@ def drv_delta(k: int, epsilon: float, epsilon_g: float, *, delta0: float = 0.0) 
 
 
 def _kov_terms(eps: np.ndarray) -> tuple[float, float, float]:
-    total = math.fsum(eps)
-    mean = math.fsum(eps * np.tanh(eps / 2.0))
+    total = exact_sum(eps)
+    mean = exact_sum(eps * np.tanh(eps / 2.0))
     with np.errstate(over="ignore"):    # epsilon ~ 1e154+: the square is inf, a safe value
-        square = math.fsum(eps * eps)
+        square = exact_sum(eps * eps)
     return total, mean, square
 
 
 def _tilde_delta(target: float, dels: np.ndarray) -> float:
     """delta~ with 1 - (1 - delta~) prod(1 - delta_i) = target."""
-    log_keep = math.fsum(np.log1p(-dels)) if dels.size else 0.0
+    log_keep = exact_sum(np.log1p(-dels)) if dels.size else 0.0
     if target >= 1:
         return 1.0
     # expm1/log1p: 1 - (1 - target) would lose ~1e-8 relative at target = 1e-10

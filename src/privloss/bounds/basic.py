@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from privloss.bounds._numeric import (check_count, check_epsilon_list, check_nonnegative,
+from privloss.bounds._numeric import (check_count, check_epsilon_list, check_nonnegative, exact_sum,
                                       check_probability, round_up, safe_delta)
 
 
@@ -36,9 +36,9 @@ def basic_epsilon(epsilons, target_delta: float, *, deltas=None) -> float:
     eps = check_epsilon_list("epsilons", epsilons)
     target = check_probability("target_delta", target_delta)
     dels = _deltas_like(deltas, eps)
-    if math.fsum(dels) > target:
+    if exact_sum(dels) > target:
         return math.inf
-    return round_up(math.fsum(eps))
+    return round_up(exact_sum(eps))
 
 
 def basic_delta(epsilons, epsilon_g: float, *, deltas=None) -> float:
@@ -51,8 +51,8 @@ def basic_delta(epsilons, epsilon_g: float, *, deltas=None) -> float:
     eps = check_epsilon_list("epsilons", epsilons)
     eg = check_nonnegative("epsilon_g", epsilon_g, allow_inf=True)
     dels = _deltas_like(deltas, eps)
-    if eg >= round_up(math.fsum(eps)):
-        return safe_delta(math.fsum(dels))
+    if eg >= round_up(exact_sum(eps)):
+        return safe_delta(exact_sum(dels))
     return 1.0
 
 

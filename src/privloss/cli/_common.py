@@ -12,7 +12,11 @@ _FLAG_NAMES = {"d_bar": "--d-bar", "l0_sensitivity": "--l0", "linf_sensitivity":
                "user_column": "--user-column", "item_column": "--item-column"}
 _IDENTIFIER = re.compile(r"\b(" + "|".join(_FLAG_NAMES) + r")\b")
 #: plain words are flags only as the subject of a range check ("k must be ...")
-_SUBJECT = re.compile(r"(^|; |: )(k|epsilon|delta|domain)(?= must)")
+_SUBJECT = re.compile(r"(^|; |: )(k|epsilon|delta|domain|l0|linf|seed)(?= must)")
+#: a flag already named in a message
+_ANY_FLAG = re.compile(r"(^|[\s(`'\"])--?[a-z]")
+#: the flag a message is about when it names none (first match wins)
+_TOPICS = ((re.compile(r"\bdataset\b"), "--dataset"), (re.compile(r"\bledger\b"), "--ledger"))
 
 
 class CommandError(Exception):
@@ -43,8 +47,15 @@ def warn(message: str) -> None:
 
 
 def flag_names(message: str) -> str:
-    """'d_bar must be ...' -> '--d-bar must be ...' (only names used as a subject)."""
+    """'d_bar must be ...' -> '--d-bar must be ...' (only names used as a subject); a
+    message about a dataset or a ledger file that names no flag gets the flag as a
+    prefix ('no ledger file at X' -> '--ledger: no ledger file at X')."""
     message = _IDENTIFIER.sub(lambda match: _FLAG_NAMES[match.group(1)], message)
     message = _SUBJECT.sub(lambda match: match.group(1) + "--" + match.group(2), message)
-    return message.replace("a SqlQuery ... WHERE", "--sql and WHERE").replace(
+    message = message.replace("a SqlQuery ... WHERE", "--sql and WHERE").replace(
         "create_dataset / `privloss ledger create`", "`privloss ledger create`")
+    if not _ANY_FLAG.search(message):
+        for topic, flag in _TOPICS:
+            if topic.search(message):
+                return f"{flag}: {message}"
+    return message

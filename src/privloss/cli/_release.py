@@ -1,47 +1,82 @@
-"""What ``privloss histogram`` and ``privloss topk`` share: reading the data
-through an engine, running a calibrated algorithm, charging the ledger, and
-printing counts with their 95% intervals.
+"""What ``privloss histogram`` and ``privloss topk`` share: flags, the domain
+file, the data snapshot, and printing.  The release itself is the Python API's
+(:func:`privloss.analytics.api.release`), so the CLI and ``privloss.topk(...)``
+give the same JSON for the same seed.
 
-Order of work (so a failure never leaves a ledger changed): validate every
-argument; if a ledger is given, return the stored answer of an identical
-earlier query at no cost; compute the bounded histogram inside the engine and
-the release; charge the ledger in one transaction (it re-checks the budget);
-print only what was recorded.
+Order of work (nothing data-dependent happens before the charge):
+
+1. validate every argument and the domain file, and fix the release's events
+   from the parameters alone (:func:`privloss.analytics.request.make_request`);
+   ``--epsilon max`` asks the ledger for the largest epsilon that fits
+   (:func:`privloss.analytics.planning.max_epsilon_of`); ``--dry-run`` prints
+   the plan (:func:`privloss.analytics.planning.plan_request`) and stops;
+2. with a ledger: a read-only budget check, so a refusal is instant and no
+   data is read;
+3. snapshot the data files (read once, keyed MAC for the repeated-query key,
+   the engine reads the private copies; :mod:`privloss.analytics.fingerprint`)
+   and check the schema;
+4. the ledger charges the planned events (or answers an identical stored query
+   for free), then ``compute`` builds the bounded histogram inside the engine
+   and runs the algorithm; any failure there ends with one fixed message (the
+   engine's text goes to the ``privloss.engine`` log) and the charge stays;
+5. print only what was recorded.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from privloss.cli._common import CommandError, print_json, warn
 from privloss.cli._parse import delta_value, nonnegative_int, positive, positive_int
-from privloss.events import Interaction
 
-#: largest --k: more released items than this is a mistake, and the accounting of
-#: k mechanisms is O(k)
-MAX_K = 1_000_000
+#: --domain limits: a label list larger than this is a mistake (or /dev/zero)
+MAX_DOMAIN_BYTES = 64 << 20
+MAX_DOMAIN_LABELS = 1_000_000
+#: --interaction choices; the default is the ledger's model, else the first
+INTERACTIONS = ("fully-adaptive", "adaptive", "setwise")
 
+
+def _table(text: str) -> tuple[str, str]:
+    name, separator, path = text.partition("=")
+    if not separator or not name or not path:
+        raise argparse.ArgumentTypeError(f"--table must be NAME=PATH, got {text!r}")
+    return name, path
+
+
+def _epsilon(text: str):
+    """A positive epsilon, or ``max`` (the largest that fits the ledger)."""
+    if text.strip().lower() == "max":
+        return "max"
+    return positive(text, "epsilon")
 
 
 def add_data_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("data", metavar="DATA",
-                        help="CSV or Parquet file (optionally .gz), or a SQL query with --sql")
+                        help="CSV or Parquet file (optionally .gz), a directory of Parquet "
+                             "files, or a SQL query with --sql")
     parser.add_argument("--sql", action="store_true",
-                        help="DATA is a SQL query run by the embedded DuckDB")
+                        help="DATA is one SELECT run by the engine (trusted operators only); "
+                             "it reads the files given with --table and nothing else")
+    parser.add_argument("--table", action="append", type=_table, default=[],
+                        metavar="NAME=PATH",
+                        help="with --sql: register a CSV/Parquet file (or Parquet directory) "
+                             "as view NAME (repeatable)")
     parser.add_argument("--user-column", required=True, metavar="U", help="column of user ids")
     parser.add_argument("--item-column", required=True, metavar="I", help="column of items")
-    parser.add_argument("--epsilon", required=True, type=lambda t: positive(t, "epsilon"),
-                        metavar="E", help="total epsilon of this release, > 0")
+    parser.add_argument("--epsilon", required=True, type=_epsilon, metavar="E",
+                        help="epsilon this release spends, >= 0.001; 'max': the largest "
+                             "that still fits the ledger's budget (needs --ledger)")
     parser.add_argument("--delta", type=delta_value, default=0.0, metavar="D",
-                        help="total delta of this release, in [0, 1) (default 0)")
+                        help="delta this release spends, in [0, 1) (default 0)")
     parser.add_argument("--l0", type=lambda t: positive_int(t, "l0"), default=None, metavar="N",
-                        help="keep at most N distinct items per user (chosen at random)")
+                        help="keep at most N distinct items per user (chosen at random); with "
+                             "--domain the noise is scaled for min(N, domain size)")
     parser.add_argument("--linf", type=lambda t: positive_int(t, "linf"), default=1, metavar="N",
                         help="cap each user's count per item at N (default 1)")
     parser.add_argument("--domain", metavar="FILE", default=None,
@@ -49,208 +84,252 @@ def add_data_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--d-bar", type=lambda t: positive_int(t, "d-bar"), default=None,
                         metavar="N", help="unknown domain: how many top items the algorithm reads")
     parser.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb")
-    parser.add_argument("--interaction", choices=[Interaction.ADAPTIVE.value, Interaction.SETWISE.value],
-                        default=None, help="composition model (default: the ledger's, else adaptive)")
+    parser.add_argument("--interaction", choices=INTERACTIONS, default=None,
+                        help="composition model of the budget (default: the ledger's, else "
+                             "fully-adaptive)")
     parser.add_argument("--seed", type=lambda t: nonnegative_int(t, "seed"), default=None,
                         help="INSECURE: reproducible noise and sampling, for tests and demos only")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print what the release would spend and release (noise, 95%% "
+                             "half-width, threshold, the ledger afterwards) without reading "
+                             "data or charging")
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="no progress line on stderr (it is shown only on a terminal)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     from privloss.cli.ledger import add_ledger_flags
     add_ledger_flags(parser)
 
 
 def read_domain(path: str | None):
+    """The labels of a --domain file: a regular file (opened non-blocking and
+    checked with fstat, so a FIFO or a device is refused at once), at most
+    MAX_DOMAIN_BYTES and MAX_DOMAIN_LABELS labels, UTF-8, no duplicates."""
     if path is None:
         return None
-    try:   # utf-8-sig: a byte-order mark is not part of the first label
-        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as error:
         raise CommandError(f"--domain: cannot read {path!r}: {error.strerror}") from error
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise CommandError(f"--domain: {path!r} is not a regular file")
+        if status.st_size > MAX_DOMAIN_BYTES:
+            raise CommandError(f"--domain: {path!r} is larger than {MAX_DOMAIN_BYTES >> 20} MiB")
+        os.set_blocking(handle.fileno(), True)
+        try:
+            raw = handle.read(MAX_DOMAIN_BYTES + 1)
+        except OSError as error:
+            raise CommandError(f"--domain: cannot read {path!r}: {error.strerror}") from error
+    if len(raw) > MAX_DOMAIN_BYTES:       # grew while we read it
+        raise CommandError(f"--domain: {path!r} is larger than {MAX_DOMAIN_BYTES >> 20} MiB")
+    try:   # utf-8-sig: a byte-order mark is not part of the first label
+        lines = raw.decode("utf-8-sig").splitlines()
     except UnicodeDecodeError as error:
         raise CommandError(f"--domain: {path!r} is not UTF-8 text (bad byte at offset "
                            f"{error.start})") from error
     labels = [line.strip() for line in lines if line.strip()]
     if not labels:
         raise CommandError(f"--domain: {path!r} lists no items")
+    if len(labels) > MAX_DOMAIN_LABELS:
+        raise CommandError(f"--domain: {path!r} lists more than {MAX_DOMAIN_LABELS:,} items")
     if len(set(labels)) != len(labels):
         raise CommandError(f"--domain: {path!r} lists an item twice")
     return labels
 
 
-def data_source(args):
-    """The engine input and a fingerprint of the data for the query key (an
-    identical repeated query is free only if the data is unchanged)."""
-    if args.sql:
-        from privloss.analytics.inputs import SqlQuery
-        return SqlQuery(args.data), _sql_fingerprint(args)
-    path = Path(args.data)
-    if path.is_dir():    # a Parquet dataset: every file below it, in a fixed order
-        files = sorted(p for p in path.rglob("*.parquet") if p.is_file())
-        if not files:
-            raise CommandError(f"DATA: directory {args.data!r} holds no .parquet file")
-    elif path.is_file():
-        files = [path]
-    else:
+def _snapshot(text: str, flag: str, snapshots: list):
+    """A FileInput over private copies of the file(s) at ``text`` (read once,
+    MAC'ed), and the MAC; the snapshot is appended to ``snapshots``."""
+    from privloss.analytics.api import snapshot_path
+
+    try:
+        return snapshot_path(text, snapshots)
+    except FileNotFoundError:
         hint = ("; to run a SQL query, add --sql"
-                if args.data.lstrip().upper().startswith(("SELECT", "WITH", "FROM")) else "")
-        raise CommandError(f"DATA: no such file: {args.data!r}{hint}")
-    digest = hashlib.sha256()
-    try:
-        for file in files:
-            digest.update(str(file.relative_to(path)).encode() if file != path else b"")
-            with file.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
+                if text.lstrip().upper().startswith(("SELECT", "WITH", "FROM")) else "")
+        raise CommandError(f"{flag}: no such file: {text!r}{hint}") from None
     except OSError as error:
-        raise CommandError(f"DATA: cannot read {str(error.filename or path)!r}: "
+        raise CommandError(f"{flag}: cannot read {str(error.filename or text)!r}: "
                            f"{error.strerror}") from error
-    return str(path), {"file": os.path.abspath(path), "sha256": digest.hexdigest()}
+    except (ValueError, TypeError) as error:
+        raise CommandError(f"{flag}: {error}") from error
 
 
-def _sql_fingerprint(args) -> dict:
-    """Row count and an order-free sum of row hashes of the query's (user, item)
-    rows, computed by DuckDB: the same text over changed data is a new query.
-    On Spark the rows are not fingerprinted, so every release is charged."""
-    if args.engine != "duckdb":
-        return {"sql": args.data, "unfingerprinted": secrets.token_hex(16)}
-    from privloss.analytics.engines.duckdb_engine import import_duckdb
+def data_source(args):
+    """The engine input and the data's keyed fingerprint for the query key (an
+    identical repeated query is free only if the data is unchanged), as a
+    :class:`~privloss.analytics.api.DataSource` whose snapshots the API deletes."""
+    from privloss.analytics.api import DataSource
+    from privloss.analytics.fingerprint import keyed_mac
+
+    source = DataSource(None, None)
     try:
-        duckdb = import_duckdb()
-    except ImportError as error:
-        raise CommandError(str(error)) from error
+        if not args.sql:
+            if args.table:
+                raise CommandError("--table goes with --sql (DATA is then the query)")
+            source.input, mac = _snapshot(args.data, "DATA", source.snapshots)
+            source.fingerprint = {"file": os.path.abspath(args.data), "mac": mac}
+            return source
+        from privloss.analytics.inputs import SqlQuery
 
-    user, item = (('"' + name.replace('"', '""') + '"')
-                  for name in (args.user_column, args.item_column))
-    connection = duckdb.connect()
-    try:
-        rows, total = connection.execute(
-            f"SELECT count(*), sum(hash({user}, {item})::HUGEINT) FROM ({args.data})").fetchone()
-    except duckdb.Error as error:
-        raise CommandError(f"DATA: the SQL query failed: {str(error).splitlines()[0]}") from None
-    finally:
-        connection.close()
-    return {"sql": args.data, "rows": int(rows), "row_hash_sum": str(total),
-            "duckdb": duckdb.__version__}
+        tables, macs = {}, []
+        for name, path in args.table:
+            if name in tables:
+                raise CommandError(f"--table: the name {name!r} is given twice")
+            tables[name], mac = _snapshot(path, f"--table {name}", source.snapshots)
+            macs += [name, mac]
+        if args.engine == "spark":
+            # Spark cannot confine a query to the tables: the result may depend on
+            # anything the session reads, so a fresh nonce makes every release new
+            source.fingerprint = {"sql": args.data, "tables": sorted(tables),
+                                  "unfingerprinted": secrets.token_hex(16)}
+        else:
+            source.fingerprint = {"sql": args.data, "tables": sorted(tables),
+                                  "mac": keyed_mac("sql", args.data, *macs)}
+        try:
+            source.input = SqlQuery(args.data, None, tables or None)
+        except (ValueError, TypeError) as error:
+            raise CommandError(f"DATA: {error}") from error
+        return source
+    except BaseException:
+        source.close()
+        raise
 
 
-def sources(args):
-    """(noise source, engine seed): insecure and reproducible only with --seed."""
-    if args.seed is None:
-        return None, None
-    from privloss.samplers import InsecureSeededSource
-    return InsecureSeededSource(args.seed), args.seed
+def _check_paths(args) -> None:
+    """DATA (or every --table file) exists and is a data file we can read; only
+    the file system is asked, no byte of data is read."""
+    from privloss.analytics.inputs import resolve_input
+
+    if not args.sql and args.table:
+        raise CommandError("--table goes with --sql (DATA is then the query)")
+    paths = [("DATA", args.data)] if not args.sql else \
+        [(f"--table {name}", path) for name, path in args.table]
+    for flag, text in paths:
+        try:
+            resolve_input(Path(text))
+        except FileNotFoundError:
+            hint = ("; to run a SQL query, add --sql"
+                    if text.lstrip().upper().startswith(("SELECT", "WITH", "FROM")) else "")
+            raise CommandError(f"{flag}: no such file: {text!r}{hint}") from None
+        except (ValueError, TypeError, OSError) as error:
+            raise CommandError(f"{flag}: {error}") from error
 
 
-def release_and_report(args, *, algorithm: str, k: int | None, nonnegative: bool = True) -> int:
-    """Validate, compute, charge, print (see the module docstring)."""
-    from privloss.analytics.algorithms import ALGORITHMS, KNOWN_GAUSSIAN
-    from privloss.analytics.engines import bounded_histogram
+def _interaction(args, ledger) -> str | None:
+    """--interaction, checked against the ledger's model (exit 2 naming the flag)."""
+    if ledger is None:
+        return args.interaction
+    from privloss.cli.ledger import ledger_errors
+    with ledger_errors():
+        recorded = ledger.show(args.dataset)["interaction"]
+    if args.interaction is not None and args.interaction != recorded:
+        raise CommandError(f"--interaction {args.interaction} disagrees with dataset "
+                           f"{args.dataset!r}, whose releases compose as {recorded}")
+    if args.seed is not None and not getattr(args, "dry_run", False):
+        warn("privloss: warning: --seed makes the noise predictable (NOT private) but the "
+             "release is still charged to the ledger")
+    return recorded
+
+
+def release_and_report(args, *, command: str, k: int | None = None, algorithm=None,
+                       noise: str = "laplace") -> int:
+    """Validate, plan (``--dry-run`` stops here), charge, compute, print."""
+    from privloss.analytics import api
+    from privloss.analytics.errors import ComputationFailed
+    from privloss.analytics.planning import max_epsilon_of, plan_request
+    from privloss.analytics.request import make_request
     from privloss.cli.ledger import ledger_errors, open_ledger_from_args
 
-    spec = KNOWN_GAUSSIAN if algorithm == KNOWN_GAUSSIAN.name else ALGORITHMS[algorithm]
     domain = read_domain(args.domain)
-    if spec.domain == "known" and domain is None:
-        raise CommandError(f"--domain is required by the {algorithm} algorithm (known domain)")
-    if spec.domain == "unknown" and domain is not None:
-        raise CommandError(f"the {algorithm} algorithm is for an unknown domain; drop --domain")
-    if k is not None and k > MAX_K:
-        raise CommandError(f"--k must be at most {MAX_K:,}, got {k}")
-    if k is not None and domain is not None and k > len(domain):
-        raise CommandError(f"--k must be at most the number of items in --domain "
-                           f"({len(domain)}), got {k}")
-    # without --l0 nothing is dropped; over a known domain a user then touches at
-    # most every listed item, so the domain size bounds the l0 sensitivity
-    l0_sensitivity = args.l0 if args.l0 is not None or domain is None else len(domain)
-    if spec.needs_l0 and l0_sensitivity is None:
-        raise CommandError(f"--l0 is required by the {algorithm} algorithm without --domain")
-    if spec.needs_delta and args.delta == 0:
-        raise CommandError(f"--delta must be in (0, 1) for the {algorithm} algorithm, got 0")
-    data, fingerprint = data_source(args)
+    maximum = args.epsilon == "max"
+    with ledger_errors():      # bad parameters (e.g. k > d_bar) -> exit 2, before any work
+        request = make_request(command, epsilon=1.0 if maximum else args.epsilon,
+                               delta=args.delta, k=k, l0=args.l0, linf=args.linf,
+                               domain=domain, d_bar=args.d_bar, algorithm=algorithm,
+                               noise=noise, interaction=args.interaction)
+        request.events()
     ledger = open_ledger_from_args(args)
-    interaction = args.interaction
-    if ledger is not None:
-        with ledger_errors():
-            recorded = ledger.show(args.dataset)["interaction"]
-        if interaction is not None and interaction != recorded:
-            raise CommandError(f"--interaction {interaction} disagrees with dataset "
-                               f"{args.dataset!r}, whose releases compose as {recorded}")
-        interaction = recorded
-        if args.seed is not None:
-            warn("privloss: warning: --seed makes the noise predictable (NOT private) but the "
-                 "release is still charged to the ledger")
-    interaction = interaction or Interaction.ADAPTIVE.value
-    with ledger_errors():       # bad parameters (e.g. k > d_bar) -> exit 2, before any work
-        spec.parameters(epsilon=args.epsilon, delta=args.delta, k=k,
-                        l0_sensitivity=l0_sensitivity, linf_sensitivity=args.linf,
-                        d_bar=args.d_bar, known_domain=domain is not None,
-                        interaction=interaction)
-    query_key = {"command": args.command, "algorithm": algorithm, "data": fingerprint,
-                 "user_column": args.user_column, "item_column": args.item_column,
-                 "epsilon": args.epsilon, "delta": args.delta, "k": k, "l0": args.l0,
-                 "linf": args.linf, "d_bar": args.d_bar, "domain": domain,
-                 "interaction": interaction, "seed": args.seed}
-    if ledger is not None:
-        with ledger_errors():
-            stored = ledger.lookup(args.dataset, query_key)
-        if stored is not None:
-            return _print(args, stored.result, ledger=ledger, cached=True)
-    noise_source, seed = sources(args)
-    request = spec.engine_request(d_bar=args.d_bar, domain=domain)
+    interaction = _interaction(args, ledger)
+    where = dict(ledger=ledger, dataset=args.dataset if ledger is not None else None)
+    keys = dict(user=args.user_column, item=args.item_column, seed=args.seed)
     with ledger_errors():
-        histogram = bounded_histogram(data, user_column=args.user_column,
-                                      item_column=args.item_column, l0=args.l0, linf=args.linf,
-                                      engine=args.engine, seed=seed, source=noise_source, **request)
-        release = spec.run(histogram, epsilon=args.epsilon, delta=args.delta, k=k,
-                           l0_sensitivity=l0_sensitivity, linf_sensitivity=args.linf,
-                           d_bar=args.d_bar, domain=domain, nonnegative=nonnegative,
-                           source=noise_source, interaction=interaction)
-    payload = {"items": release.rows(), "algorithm": release.algorithm,
-               "parameters": _plain(release.parameters),
-               "events": [repr(event) for event in release.events]}
-    if ledger is None:
-        from privloss.accounting import compose
+        if interaction is not None:
+            request = request.with_interaction(interaction)
+        if maximum:
+            if ledger is None:
+                raise CommandError("--epsilon max needs --ledger and --dataset (the budget "
+                                   "to fit)")
+            request = request.with_epsilon(max_epsilon_of(request, **where, **keys))
+            if not args.json:
+                warn(f"privloss: --epsilon max = {request.epsilon!r}")
+        if args.dry_run:
+            planned = plan_request(request, **where, **keys)
+            if args.json:
+                print_json(planned.to_dict())
+            else:
+                print(planned)
+            return 0
+    _check_paths(args)        # exist and are usable (nothing read yet): exit 2, not 3
+    try:
         with ledger_errors():
-            spent = compose(release.events, target_delta=max(args.delta, 0.0) or 0.0,
-                            interaction=interaction)
-        payload["spent"] = {"epsilon": spent.epsilon, "delta": args.delta, "bound": spent.bound}
-        return _print(args, payload, ledger=None, cached=False)
-    with ledger_errors():
-        receipt = ledger.release_with_receipt(args.dataset, query_key, lambda: payload,
-                                              release.events)
-    return _print(args, receipt.result, ledger=ledger, cached=receipt.cached)
-
-
-def _plain(value):
-    """JSON-safe copy of algorithm parameters (Fractions -> str)."""
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, (int, float, str, bool)) or value is None:
-        return value
-    return str(value)
-
-
-def _print(args, payload: dict, *, ledger, cached: bool) -> int:
-    payload = dict(payload)
-    if ledger is not None:
-        summary = ledger.show(args.dataset)
-        payload["spent"] = {"dataset": args.dataset, "epsilon": summary["spent_epsilon"],
-                            "delta": summary["spent_delta"],
-                            "budget_epsilon": summary["budget_epsilon"],
-                            "budget_delta": summary["budget_delta"],
-                            "releases": summary["releases"], "repeated_query_free": cached}
+            release = api.release(request, prepare=lambda: data_source(args),
+                                  user=args.user_column, item=args.item_column,
+                                  engine=args.engine, seed=args.seed,
+                                  progress=False if args.quiet else None,
+                                  nonnegative=True, **where)
+    except ComputationFailed as error:
+        raise CommandError(str(error)) from None
+    payload = api.payload_of(release)
+    if maximum:
+        payload["epsilon_max"] = request.epsilon
     if args.json:
         print_json(payload)
         return 0
+    _print(payload, request, cached=release.cached)
+    return 0
+
+
+def _suppressed(request, released: int) -> str | None:
+    """How many requested items were not released, said only when it is a
+    function of the released output and public parameters (k, d_bar)."""
+    if request.spec.domain == "known" or request.domain is not None:
+        return None
+    if request.k is not None and released < request.k:
+        return (f"{request.k - released} of the k = {request.k} requested item(s) were below "
+                f"the threshold and not released (k minus the number released: computed "
+                f"from the private output and public k only)")
+    if request.k is None and request.d_bar is not None:
+        return (f"at most {request.d_bar - released} of the top d_bar = {request.d_bar} "
+                f"item(s) were below the threshold and suppressed (d_bar minus the number "
+                f"released; fewer if the data has fewer items)")
+    if request.k is None:
+        return "items below the threshold were suppressed (how many depends on the data: " \
+               "not reported)"
+    return None
+
+
+def _print(payload: dict, request, *, cached: bool) -> None:
+    from privloss.analytics.planning import bounding_note
+
     items = payload["items"]
     labels = [_printable(row["item"]) for row in items]
     width = max([len(label) for label in labels] + [4])
-    print(f"{payload.get('algorithm', '')}: {len(items)} item(s), counts with 95% intervals")
+    print(f"{payload.get('algorithm', '')}: {len(items)} item(s), bounded counts with 95% "
+          f"intervals")
     print(f"  {'item':<{width}}  {'count':>12}  95% interval")
     for label, row in zip(labels, items):
         low, high = row["ci95"]
         print(f"  {label:<{width}}  {_number(row['count']):>12}  "
               f"[{_number(low)}, {_number(high)}]")
+    suppressed = _suppressed(request, len(items))
+    if suppressed:
+        print(f"note: {suppressed}")
+    print(f"note: {bounding_note(request)}")
+    if request.l0_capped:
+        print(f"note: the noise is scaled for l0 = {request.l0_sensitivity}, the number of "
+              f"--domain items (a user touches at most every listed item)")
     spent = payload["spent"]
     # the ledger measures its total at the budget's delta; a lone release at its own
     line = f"spent: epsilon = {spent['epsilon']:.10g} at delta = {spent['delta']:g}"
@@ -260,7 +339,6 @@ def _print(args, payload: dict, *, ledger, cached: bool) -> int:
                  f"{spent['releases']} release(s)"
                  + (", this answer was stored: no extra cost" if cached else "") + ")")
     print(line)
-    return 0
 
 
 def _printable(label) -> str:

@@ -1,20 +1,30 @@
-"""``privloss compose``: total privacy loss of a mix of mechanisms."""
+"""``privloss compose``: total privacy loss of a mix of mechanisms.
+
+Ranges (checked before any work; see ``privloss.cli._parse``): every K in
+[1, 10^6] and at most 10^6 mechanisms in total; per-mechanism epsilons (--dp,
+--br, --rr, --approx-dp, and sensitivity / scale of --laplace) in [0, 1000];
+for --gaussian, sensitivity / sigma in [1e-100, 1e5]; rho >= 0; --target-delta
+in [0, 1); --target-epsilon >= 0. The accountant is imported only when the command
+runs.
+"""
 
 from __future__ import annotations
 
 import argparse
 import math
 
-from privloss.accounting import PrivacyAccountant
 from privloss.cli._common import CommandError, print_json
-from privloss.cli._parse import OrderedAppend, delta_value, nonnegative, positive, split_repeat
+from privloss.cli._parse import (GAUSSIAN_RATIO, MAX_EPSILON, OrderedAppend, check_total,
+                                 delta_value, epsilon_value, nonnegative, positive, split_repeat)
 from privloss.events import (ApproxDP, BoundedRange, Gaussian, Interaction, Laplace, PureDP,
                              RandomizedResponse, ZCDP)
+
+MECHANISM_FLAGS = "--dp, --br, --zcdp, --approx-dp, --laplace, --gaussian or --rr"
 
 
 def _epsilon_spec(text: str):
     base, count = split_repeat(text)
-    return nonnegative(base, f"epsilon in {text!r}"), count
+    return epsilon_value(base, f"epsilon in {text!r}"), count
 
 
 def _rho_spec(text: str):
@@ -32,13 +42,15 @@ def _approx_spec(text: str):
     eps_text, sep, delta_text = base.partition(":")
     if not sep:
         raise argparse.ArgumentTypeError(f"expected EPS:DELTA[xK], got {text!r}")
-    return (nonnegative(eps_text, f"epsilon in {text!r}"),
+    return (epsilon_value(eps_text, f"epsilon in {text!r}"),
             delta_value(delta_text, f"delta in {text!r}")), count
 
 
 def add_mechanism_flags(parser: argparse.ArgumentParser) -> None:
     """The mechanism flags shared by commands that compose events."""
-    group = parser.add_argument_group("mechanisms (repeatable, in order of use; 0.1x50 = 50 of 0.1)")
+    group = parser.add_argument_group(
+        "mechanisms (repeatable, in order of use; 0.1x50 = 50 of 0.1; at most 10^6 in total; "
+        "each epsilon in [0, 1000]; Gaussian sensitivity / sigma in [1e-100, 1e5])")
     group.add_argument("--dp", action=OrderedAppend, kind="dp", type=_epsilon_spec,
                        metavar="EPS[xK]", help="pure epsilon-DP mechanism(s), e.g. Laplace counts")
     group.add_argument("--br", action=OrderedAppend, kind="br", type=_epsilon_spec,
@@ -58,7 +70,28 @@ def add_mechanism_flags(parser: argparse.ArgumentParser) -> None:
                        "queries (default 1)")
 
 
+def check_mechanisms(args) -> None:
+    """The ranges that involve several flags (the total count, --sensitivity with
+    --laplace / --gaussian): a CommandError naming the flags, before any work."""
+    used = ", ".join(dict.fromkeys(f"--{kind}" for kind, _ in args.mechanisms or ()))
+    try:
+        check_total(args.mechanisms or (), used)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    for kind, (value, _) in args.mechanisms or ():
+        if kind == "laplace" and args.sensitivity / value > MAX_EPSILON:
+            raise CommandError(f"--laplace {value:g} with --sensitivity {args.sensitivity:g}: "
+                               f"epsilon = sensitivity / scale = {args.sensitivity / value:g} "
+                               f"must be at most {MAX_EPSILON:g}")
+        if kind == "gaussian" and not (GAUSSIAN_RATIO[0] <= args.sensitivity / value
+                                       <= GAUSSIAN_RATIO[1]):
+            raise CommandError(f"--gaussian {value:g} with --sensitivity {args.sensitivity:g}: "
+                               f"sensitivity / sigma = {args.sensitivity / value:g} must be in "
+                               f"[{GAUSSIAN_RATIO[0]:g}, {GAUSSIAN_RATIO[1]:g}]")
+
+
 def events_from_args(args) -> list:
+    check_mechanisms(args)
     events = []
     for kind, (value, count) in args.mechanisms or ():
         if kind == "dp":
@@ -84,13 +117,21 @@ def register(subparsers) -> None:
         description="Evaluate every composition bound that applies and report the tightest.")
     add_mechanism_flags(parser)
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--delta", type=delta_value, metavar="D",
+    target.add_argument("--target-delta", dest="delta", type=delta_value, metavar="D",
                         help="target delta in [0, 1): report the epsilon")
-    target.add_argument("--epsilon", type=lambda t: nonnegative(t, "epsilon"), metavar="E",
+    target.add_argument("--target-epsilon", dest="epsilon",
+                        type=lambda t: nonnegative(t, "target-epsilon"), metavar="E",
                         help="target epsilon >= 0: report the delta")
+    from privloss.cli._vocabulary import add_deprecated      # old spellings, one more release
+    add_deprecated(target, "--delta", dest="delta", new="--target-delta", where="compose",
+                   type=delta_value)
+    add_deprecated(target, "--epsilon", dest="epsilon", new="--target-epsilon", where="compose",
+                   type=lambda t: nonnegative(t, "epsilon"))
     parser.add_argument("--interaction", default=Interaction.ADAPTIVE.value,
                         choices=[member.value for member in Interaction],
-                        help="how mechanisms are chosen (default: adaptive, the safe one)")
+                        help="how mechanisms are chosen (default: adaptive, parameters fixed in "
+                             "advance; fully-adaptive: parameters chosen from earlier outputs, "
+                             "filter rules only)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run, mechanisms=[])
 
@@ -118,10 +159,12 @@ def print_table(result) -> None:
 
 
 def run(args) -> int:
-    accountant = PrivacyAccountant(events_from_args(args), interaction=args.interaction)
-    if accountant.profile.is_empty and not args.mechanisms:
-        raise CommandError("give at least one mechanism: --dp, --br, --zcdp, --approx-dp, "
-                           "--laplace, --gaussian or --rr")
+    if not args.mechanisms:
+        raise CommandError(f"give at least one mechanism: {MECHANISM_FLAGS}")
+    events = events_from_args(args)
+    from privloss.accounting import PrivacyAccountant
+
+    accountant = PrivacyAccountant(events, interaction=args.interaction)
     result = accountant.epsilon(args.delta) if args.delta is not None else accountant.delta(args.epsilon)
     if args.json:
         print_json(result.to_dict())

@@ -19,11 +19,9 @@ def register(subparsers) -> None:
 
 
 def algorithm_for(noise: str, known_domain: bool) -> str:
-    if noise == "laplace":
-        return "known-laplace" if known_domain else "unknown-laplace"
-    return "known-gaussian" if known_domain else "trunc-gauss"
+    from privloss.analytics.request import histogram_algorithm
+    return histogram_algorithm(noise, known_domain)
 
 
 def run(args) -> int:
-    return release_and_report(args, algorithm=algorithm_for(args.noise, args.domain is not None),
-                              k=None)
+    return release_and_report(args, command="histogram", noise=args.noise)

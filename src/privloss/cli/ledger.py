@@ -2,9 +2,11 @@
 privacy-budget ledger (:mod:`privloss.analytics.ledger`).
 
     privloss ledger create  --ledger PATH --dataset NAME --epsilon E [--delta D]
-                            [--interaction adaptive|setwise]
+                            [--interaction fully-adaptive | adaptive --plan FILE
+                             | setwise --plan FILE]
     privloss ledger show    --ledger PATH --dataset NAME [--json]
     privloss ledger history --ledger PATH --dataset NAME [--json]
+    privloss ledger verify  --ledger PATH [--json]
 
 Bad input: one line on stderr, exit status 2. For the commands that release
 through a ledger (``privloss histogram`` / ``topk``), :func:`add_ledger_flags`,
@@ -19,9 +21,8 @@ import argparse
 import contextlib
 import math
 
-from privloss.analytics.ledger import (LEDGER_INTERACTIONS, Ledger, LedgerBudgetError,
-                                       LedgerError, check_dataset_name)
-from privloss.cli._common import CommandError, flag_names, print_json
+from privloss.events import Interaction
+from privloss.cli._common import CommandError, flag_names, print_json, warn
 from privloss.cli._parse import delta_value, positive
 
 #: exit status of a release refused by the budget
@@ -32,7 +33,19 @@ BUDGET_EXIT_CODE = 3
 # helpers for other commands
 # --------------------------------------------------------------------------
 
-def budget_refused(error: LedgerBudgetError) -> CommandError:
+#: the ledger's interaction models (privloss.analytics.ledger.LEDGER_INTERACTIONS),
+#: spelled here so that `--help` needs no ledger import
+LEDGER_INTERACTIONS = (Interaction.FULLY_ADAPTIVE.value, Interaction.ADAPTIVE.value,
+                       Interaction.SETWISE.value)
+
+
+def _ledger_module():
+    """privloss.analytics.ledger, imported when a command uses it (fast --help)."""
+    from privloss.analytics import ledger
+    return ledger
+
+
+def budget_refused(error) -> CommandError:
     """The CLI error of a refused release: its message (which names the budget
     and what remains), exit status 3. Use as ``raise budget_refused(error) from error``."""
     return CommandError(str(error), exit_code=BUDGET_EXIT_CODE)
@@ -45,11 +58,12 @@ def ledger_errors():
     arguments or data -> exit 2 (one line, parameter names spelled as flags);
     numeric overflow or exhausted memory -> exit 2, "out of the supported
     numeric range" (e.g. --epsilon 1e-300, --linf 1e12)."""
+    module = _ledger_module()
     try:
         yield
-    except LedgerBudgetError as error:
+    except module.LedgerBudgetError as error:
         raise budget_refused(error) from error
-    except (LedgerError, ValueError, TypeError, FileNotFoundError) as error:
+    except (module.LedgerError, ValueError, TypeError, FileNotFoundError) as error:
         raise CommandError(flag_names(str(error))) from error
     except (ArithmeticError, MemoryError) as error:
         detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
@@ -66,7 +80,7 @@ def add_ledger_flags(parser: argparse.ArgumentParser, *, required: bool = False)
                        help="dataset whose budget is charged")
 
 
-def open_ledger_from_args(args, *, create: bool = False) -> Ledger | None:
+def open_ledger_from_args(args, *, create: bool = False):
     """The ledger named by ``--ledger`` (None if neither flag was given).
 
     Raises :class:`CommandError` (exit 2) if only one of ``--ledger`` and
@@ -78,7 +92,7 @@ def open_ledger_from_args(args, *, create: bool = False) -> Ledger | None:
     if path is None or dataset is None:
         raise CommandError("--ledger and --dataset go together: give both or neither")
     with ledger_errors():
-        return Ledger(path, create=create)
+        return _ledger_module().Ledger(path, create=create)
 
 
 # --------------------------------------------------------------------------
@@ -97,15 +111,28 @@ def register(subparsers) -> None:
                                  description="Add a dataset with a total (epsilon, delta) "
                                  "budget; creates the ledger file if needed.")
     add_ledger_flags(create, required=True)
-    create.add_argument("--epsilon", required=True, metavar="E",
-                        type=lambda text: positive(text, "epsilon"),
-                        help="total epsilon budget, > 0")
-    create.add_argument("--delta", default=0.0, metavar="D", type=delta_value,
-                        help="total delta budget in [0, 1) (default 0)")
+    create.add_argument("--budget-epsilon", dest="epsilon", default=None, metavar="E",
+                        type=lambda text: positive(text, "budget-epsilon"),
+                        help="total epsilon budget, > 0 (required)")
+    create.add_argument("--budget-delta", dest="delta", default=None, metavar="D",
+                        type=lambda text: delta_value(text, "budget-delta"),
+                        help="total delta budget in [0, 1) (default 0: then releases with a "
+                             "delta, such as unknown-domain ones, are refused)")
+    from privloss.cli._vocabulary import add_deprecated     # old spellings, one more release
+    add_deprecated(create, "--epsilon", dest="epsilon", new="--budget-epsilon",
+                   where="ledger create", type=lambda text: positive(text, "epsilon"))
+    add_deprecated(create, "--delta", dest="delta", new="--budget-delta",
+                   where="ledger create", type=delta_value)
     create.add_argument("--interaction", default=LEDGER_INTERACTIONS[0],
                         choices=LEDGER_INTERACTIONS,
-                        help="adaptive: privacy parameters fixed in advance, in order; setwise: "
-                        "preregistered as a set (default adaptive; see docs/ledger.md)")
+                        help="fully-adaptive (default): choose each release's parameters as "
+                        "you go (filter rules); adaptive: a preregistered --plan used in order; "
+                        "setwise: a --plan used in any order (tight bounds; docs/ledger.md)")
+    create.add_argument("--plan", metavar="FILE", default=None,
+                        help="TOML or JSON list of the planned releases (required by adaptive "
+                             "and setwise); e.g. [[release]] command=\"topk\" "
+                             "algorithm=\"unknown-gumbel\" k=10 epsilon=0.1 delta=1e-7 l0=5 "
+                             "d_bar=50")
     create.add_argument("--json", action="store_true", help="print one JSON object")
     create.set_defaults(handler=run_create)
 
@@ -119,6 +146,14 @@ def register(subparsers) -> None:
     history.add_argument("--json", action="store_true", help="print one JSON array")
     history.set_defaults(handler=run_history)
 
+    verify = commands.add_parser(
+        "verify", help="check the ledger's hash chain (damaged or edited records)",
+        description="Verify every dataset's budget record and release chain; exit 2 naming the "
+                    "first bad record.")
+    verify.add_argument("--ledger", metavar="PATH", required=True, help="SQLite ledger file")
+    verify.add_argument("--json", action="store_true", help="print one JSON object")
+    verify.set_defaults(handler=run_verify)
+
 
 def _format(value: float) -> str:
     return "inf" if math.isinf(value) else f"{value:.10g}"
@@ -126,22 +161,56 @@ def _format(value: float) -> str:
 
 def _print_summary(summary: dict) -> None:
     print(f"dataset {summary['dataset']} ({summary['interaction']}, created {summary['created']})")
+    if summary.get("note"):
+        print(f"  note: {summary['note']}")
     print(f"  budget     epsilon = {_format(summary['budget_epsilon'])}, "
           f"delta = {summary['budget_delta']:g}")
+    failed = summary.get("failed", 0)
     print(f"  spent      epsilon = {_format(summary['spent_epsilon'])}, "
           f"delta = {summary['spent_delta']:g} "
-          f"({summary['releases']} release{'' if summary['releases'] == 1 else 's'}; "
-          f"bound: {summary['bound']})")
-    print(f"  remaining  epsilon = {_format(summary['remaining_epsilon'])}")
+          f"({summary['releases']} release{'' if summary['releases'] == 1 else 's'}"
+          + (f", {failed} failed but charged" if failed else "")
+          + f"; {'rule' if summary['interaction'] == 'fully-adaptive' else 'bound'}: "
+          f"{summary['bound']})")
+    print(f"  remaining  epsilon = {_format(summary['remaining_epsilon'])}, "
+          f"delta = {summary.get('remaining_delta', 0.0):g}")
+    plan = summary.get("plan")
+    if plan:
+        used = sum(1 for item in plan if item["used"])
+        print(f"  plan       {used} of {len(plan)} planned releases used "
+              f"({'in order' if summary['interaction'] == 'adaptive' else 'in any order'})")
+        for item in plan:
+            fields = ", ".join(f"{key}={value}" for key, value in item["match"].items()) \
+                or ", ".join(item["events"])
+            print(f"    [{'x' if item['used'] else ' '}] #{item['item']}  {fields}")
 
 
 def run_create(args) -> int:
+    if args.epsilon is None:
+        raise CommandError("--budget-epsilon is required: the dataset's total epsilon budget")
+    plan = None
+    if args.interaction == "fully-adaptive" and args.plan is not None:
+        raise CommandError("--plan goes with --interaction adaptive or setwise; a "
+                           "fully-adaptive budget needs no plan")
+    if args.interaction != "fully-adaptive":
+        if args.plan is None:
+            raise CommandError(f"--interaction {args.interaction} needs --plan FILE: its "
+                               f"composition theorems assume the releases' privacy parameters "
+                               f"were fixed in advance (or use --interaction fully-adaptive)")
+        from privloss.cli._plan_file import read_plan_file
+        plan = read_plan_file(args.plan, args.interaction)
+    delta = 0.0 if args.delta is None else args.delta
     with ledger_errors():
         # argparse checked the numbers; check the name too before the file is created
-        check_dataset_name(args.dataset)
-        ledger = Ledger(args.ledger, create=True)
-        summary = ledger.create_dataset(args.dataset, epsilon=args.epsilon, delta=args.delta,
-                                        interaction=args.interaction)
+        module = _ledger_module()
+        module.check_dataset_name(args.dataset)
+        ledger = module.Ledger(args.ledger, create=True)
+        summary = ledger.create_dataset(args.dataset, epsilon=args.epsilon, delta=delta,
+                                        interaction=args.interaction, plan=plan)
+    if args.delta is None:
+        warn("privloss: warning: no --delta budget (--budget-delta): the budget's delta is 0, "
+             "so releases with a "
+             "delta (unknown-domain top-k and histograms, Gaussian noise) will be refused")
     if args.json:
         print_json(summary)
     else:
@@ -151,7 +220,7 @@ def run_create(args) -> int:
 
 def run_show(args) -> int:
     with ledger_errors():
-        summary = Ledger(args.ledger, create=False).show(args.dataset)
+        summary = _ledger_module().Ledger(args.ledger, create=False).show(args.dataset)
     if args.json:
         print_json(summary)
     else:
@@ -159,9 +228,24 @@ def run_show(args) -> int:
     return 0
 
 
+def run_verify(args) -> int:
+    with ledger_errors():
+        ledger = _ledger_module().Ledger(args.ledger, create=False)  # opening verifies chains
+        names = ledger.datasets()
+        releases = {name: ledger.show(name)["releases"] for name in names}
+    report = {"ledger": ledger.path, "verified": True, "datasets": len(names),
+              "releases": sum(releases.values())}
+    if args.json:
+        print_json(report)
+    else:
+        print(f"ledger {ledger.path}: verified, {len(names)} dataset(s), "
+              f"{report['releases']} release(s); every record matches its hash chain")
+    return 0
+
+
 def run_history(args) -> int:
     with ledger_errors():
-        rows = Ledger(args.ledger, create=False).history(args.dataset)
+        rows = _ledger_module().Ledger(args.ledger, create=False).history(args.dataset)
     if args.json:
         print_json(rows)
         return 0
@@ -170,8 +254,11 @@ def run_history(args) -> int:
         return 0
     for row in rows:
         kinds = ", ".join(_describe(event) for event in row["events"])
+        status = "" if row.get("status", "done") == "done" else \
+            f"  [{row['status']}: charged, no answer]"
+        plan = f"  plan item #{row['plan_item']}" if row.get("plan_item") else ""
         print(f"#{row['id']}  {row['time']}  spent after: epsilon = "
-              f"{_format(row['spent_epsilon'])} ({row['bound']})")
+              f"{_format(row['spent_epsilon'])} ({row['bound']}){plan}{status}")
         print(f"    query:  {row['query_key']}")
         print(f"    events: {kinds}")
     return 0

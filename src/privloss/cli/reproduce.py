@@ -3,7 +3,9 @@
 ``privloss reproduce --list`` lists the reproductions; ``privloss reproduce NAME
 [--out DIR] [--quick] [--seed N]`` writes ``NAME.csv``, ``NAME.png`` and
 ``NAME.md`` into DIR; ``privloss reproduce all`` runs every available one with
-a progress line per step on stderr.
+a progress line per step on stderr, goes on past a failing one and reports the
+failures at the end (exit status 1). matplotlib (the ``plot`` extra) is checked
+before anything is computed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from privloss.cli._common import CommandError, print_json
 from privloss.cli._parse import nonnegative_int
 
 DEFAULT_OUT = "reproductions"
+#: What a failing reproduction may raise (data missing, numeric failure, ...): reported,
+#: and ``reproduce all`` goes on; programming errors (TypeError, ...) still propagate.
+REPRODUCTION_ERRORS = (ArithmeticError, ImportError, LookupError, OSError, RuntimeError, ValueError)
 
 
 def register(subparsers) -> None:
@@ -59,12 +64,14 @@ def _summary(name: str, outcome: dict, seconds: float) -> dict:
         "key_numbers": outcome.get("key_numbers", {}),
         "claims_agree": sum(1 for row in claims if row.get("agree") is True),
         "claims_disagree": sum(1 for row in claims if row.get("agree") is False),
+        "claims_inconclusive": sum(1 for row in claims if row.get("verdict") == "inconclusive"),
     }
 
 
 def _print_summary(summary: dict) -> None:
     print(f"{summary['name']}: {summary['seconds']:.1f} s, claims agree "
-          f"{summary['claims_agree']}, disagree {summary['claims_disagree']}")
+          f"{summary['claims_agree']}, disagree {summary['claims_disagree']}, "
+          f"inconclusive {summary['claims_inconclusive']}")
     for key in ("csv", "png", "md"):
         print(f"  {key}: {summary[key]}")
     for key, value in summary["key_numbers"].items():
@@ -99,14 +106,31 @@ def run(args: argparse.Namespace) -> int:
         try:
             modules = [get(args.name)]
         except LookupError as error:
-            raise CommandError(str(error)) from None
-    summaries = []
+            raise CommandError(f"NAME: {error}") from None
+    from privloss.experiments._common import require_matplotlib
+
+    try:
+        require_matplotlib()   # before minutes of computation, not after
+    except ImportError as error:
+        raise CommandError(str(error)) from None
+    summaries, failures = [], []
     for index, module in enumerate(modules, start=1):
         label = f"{index}/{len(modules)} {module.NAME}" if len(modules) > 1 else module.NAME
-        summary = _run_one(module, out, args, label)
+        try:
+            summary = _run_one(module, out, args, label)
+        except REPRODUCTION_ERRORS as error:
+            failures.append({"name": module.NAME, "error": f"{type(error).__name__}: {error}"})
+            print(f"privloss reproduce: {module.NAME} failed: {failures[-1]['error']}",
+                  file=sys.stderr)
+            continue
         summaries.append(summary)
         if not args.json:
             _print_summary(summary)
     if args.json:
-        print_json(summaries[0] if len(summaries) == 1 else summaries)
+        payload = summaries + [dict(failure, failed=True) for failure in failures]
+        print_json(payload[0] if len(payload) == 1 else payload)
+    if failures:
+        names = ", ".join(failure["name"] for failure in failures)
+        print(f"privloss reproduce: {len(failures)} of {len(modules)} failed: {names}", file=sys.stderr)
+        return 1
     return 0

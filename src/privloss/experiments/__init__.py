@@ -77,8 +77,15 @@ def get(name: str) -> ModuleType:
 
 
 def run(name: str, out_dir, *, quick: bool = False, seed: int | None = None, progress=None) -> dict:
-    """Run the reproduction ``name`` into ``out_dir`` (see the module docstring)."""
-    return get(name).run(out_dir, quick=quick, seed=seed, progress=progress)
+    """Run the reproduction ``name`` into ``out_dir`` (see the module docstring).
+
+    Raises ``ImportError`` with the install hint before computing when matplotlib
+    is missing, ``LookupError`` for an unknown name."""
+    from privloss.experiments._common import require_matplotlib
+
+    module = get(name)
+    require_matplotlib()
+    return module.run(out_dir, quick=quick, seed=seed, progress=progress)
 
 
 __all__ = ["MODULES", "Entry", "entries", "available", "get", "run"]

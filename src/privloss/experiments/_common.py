@@ -1,4 +1,4 @@
-"""Helpers shared by the reproductions: output files, claims, progress, data path.
+"""Helpers shared by the reproductions: output files, claims, verdicts, progress, data path.
 
 Every reproduction writes three files into one output directory:
 ``<NAME>.csv`` (the numbers), ``<NAME>.png`` (a matplotlib figure, imported
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -63,13 +62,27 @@ def seeded_source(seed: int | None):
     return InsecureSeededSource(int(seed))
 
 
-def data_dir() -> Path:
-    """Directory of the shared data files: ``$PRIVLOSS_DATA`` if set, else
-    ``<repo>/../shared/data``."""
-    env = os.environ.get("PRIVLOSS_DATA")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
+def data_file(name: str) -> Path:
+    """The shared data file ``name``: ``$PRIVLOSS_DATA`` (the file or its folder), else
+    ``shared/data`` above the current directory or the package (see
+    :func:`privloss.analytics.corpora.find_data_file`); ``FileNotFoundError`` if absent."""
+    from privloss.analytics.corpora import data_file as locate
+
+    return locate(name)
+
+
+#: What to run when matplotlib is missing (the package is not on any index).
+PLOT_HINT = ("install the 'plot' extra: pip install '.[plot]' from a privloss checkout, "
+             "or pip install matplotlib")
+
+
+def require_matplotlib() -> None:
+    """Raise ``ImportError`` with the install hint, before any computation, when
+    matplotlib (needed for every figure) is not importable."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ImportError(f"the reproductions draw figures with matplotlib: {PLOT_HINT}")
 
 
 def parameter(name: str, value, origin: str, note: str = "") -> dict:
@@ -77,6 +90,14 @@ def parameter(name: str, value, origin: str, note: str = "") -> dict:
     if origin not in (OURS, DOCUMENT):
         raise ValueError(f"origin must be {OURS!r} or {DOCUMENT!r}, got {origin!r}")
     return {"name": name, "value": value, "origin": origin, "note": note}
+
+
+def wrapped(text: str, width: int = 90) -> str:
+    """``text`` broken into lines of at most ``width`` characters (figure titles that
+    would otherwise be clipped at the figure's edge)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width=width, break_on_hyphens=False))
 
 
 def ours_suffix(parameters: Sequence[Mapping]) -> str:
@@ -88,9 +109,78 @@ def ours_suffix(parameters: Sequence[Mapping]) -> str:
     return ", ".join(parts)
 
 
-def claim(claim_text: str, document, ours, agree: bool | None, why: str) -> dict:
-    """One comparison row of the summary: the document's statement and our result."""
-    return {"claim": claim_text, "document": document, "ours": ours, "agree": agree, "why": why}
+#: Verdicts of a claim: the first three come from a confidence interval (see
+#: :func:`difference_verdict`); "n/a" marks a row that is not a comparison.
+VERDICTS = ("agree", "disagree", "inconclusive", "n/a")
+_AGREE_OF = {"agree": True, "disagree": False, "inconclusive": None, "n/a": None}
+
+
+def claim(claim_text: str, document, ours, agree: bool | None, why: str,
+          verdict: str | None = None) -> dict:
+    """One comparison row of the summary: the document's statement and our result.
+
+    ``verdict`` (one of :data:`VERDICTS`) overrides the yes/no/n-a reading of
+    ``agree``; an ``"inconclusive"`` verdict sets ``agree`` to None."""
+    if verdict is None:
+        verdict = {True: "agree", False: "disagree", None: "n/a"}[agree]
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {VERDICTS}, got {verdict!r}")
+    return {"claim": claim_text, "document": document, "ours": ours,
+            "agree": _AGREE_OF[verdict], "why": why, "verdict": verdict}
+
+
+def difference_verdict(differences, confidence: float = 0.95) -> dict:
+    """Verdict on "the mean of ``differences`` is positive" from a two-sided
+    Student-t confidence interval of that mean (paired trials).
+
+    Definition
+        ``differences[t]`` is one trial's (claim-supporting minus opposing)
+        quantity. Interval: mean +- t_{n-1, (1+confidence)/2} sd / sqrt(n).
+        Verdict: ``agree`` if the interval lies above 0, ``disagree`` if below,
+        ``inconclusive`` if it contains 0 (or n < 2: no interval).
+    Runtime
+        O(n).
+    Returns ``{"n", "mean", "low", "high", "confidence", "verdict", "text"}``;
+    ``text`` reads e.g. "inconclusive at 10 trials (95% CI of the difference
+    [-1.2, 3.4] contains 0)".
+    """
+    import numpy as np
+
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    values = np.asarray(differences, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(values)):
+        raise ValueError("differences must be finite numbers")
+    n = int(values.size)
+    mean = float(values.mean()) if n else math.nan
+    if n < 2:
+        low, high = -math.inf, math.inf
+    else:
+        from scipy import stats
+
+        half = float(stats.t.ppf(0.5 + confidence / 2.0, n - 1)) * float(values.std(ddof=1)) / math.sqrt(n)
+        low, high = mean - half, mean + half
+    interval = f"{100 * confidence:g}% CI of the difference [{low:.4g}, {high:.4g}]"
+    if low > 0:
+        verdict, text = "agree", f"agree at {n} trials ({interval} above 0)"
+    elif high < 0:
+        verdict, text = "disagree", f"disagree at {n} trials ({interval} below 0)"
+    else:
+        verdict, text = "inconclusive", f"inconclusive at {n} trials ({interval} contains 0)"
+    return {"n": n, "mean": mean, "low": low, "high": high, "confidence": confidence,
+            "verdict": verdict, "text": text}
+
+
+def numpy_generator(seed: int | None):
+    """A numpy PCG64 for Monte Carlo simulations (not releases), keyed by four words of
+    ``InsecureSeededSource(seed)`` or, without a seed, of the secure default source."""
+    import numpy as np
+
+    from privloss.samplers import InsecureSeededSource, default_source
+
+    source = InsecureSeededSource(int(seed)) if seed is not None else default_source()
+    words = source.random_words(4)
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(w) for w in words])))
 
 
 def relative_difference(a: float, b: float) -> float:
@@ -137,8 +227,7 @@ def pyplot():
     try:
         import matplotlib
     except ImportError as error:
-        raise ImportError("the reproductions draw figures with matplotlib: "
-                          "pip install 'privloss[plot]'") from error
+        raise ImportError(f"the reproductions draw figures with matplotlib: {PLOT_HINT}") from error
     if "matplotlib.pyplot" not in sys.modules:
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -162,8 +251,11 @@ def _cell(value) -> str:
     return str(value).replace("|", "\\|")
 
 
-def _agree_text(agree: bool | None) -> str:
-    return {True: "yes", False: "**no**", None: "n/a"}[agree]
+def _agree_text(row: Mapping) -> str:
+    verdict = row.get("verdict")
+    if verdict == "inconclusive":
+        return "inconclusive"
+    return {True: "yes", False: "**no**", None: "n/a"}[row["agree"]]
 
 
 def write_markdown(path: Path, *, name: str, title: str, source: str,
@@ -180,7 +272,7 @@ def write_markdown(path: Path, *, name: str, title: str, source: str,
               "| claim | document | ours | agree | why |", "|---|---|---|---|---|"]
     for row in claims:
         lines.append(f"| {_cell(row['claim'])} | {_cell(row['document'])} | {_cell(row['ours'])} "
-                     f"| {_agree_text(row['agree'])} | {_cell(row['why'])} |")
+                     f"| {_agree_text(row)} | {_cell(row['why'])} |")
     lines += ["", "## Key numbers", "", "| name | value |", "|---|---|"]
     for key, value in key_numbers.items():
         lines.append(f"| {key} | {_cell(value)} |")
@@ -199,6 +291,7 @@ def result(csv_path: Path, png_path: Path, md_path: Path, key_numbers: Mapping,
 
 __all__ = [
     "OURS", "DOCUMENT", "Progress", "output_dir", "notify", "progress_printer", "seeded_source",
-    "data_dir", "parameter", "ours_suffix", "claim", "relative_difference", "format_number",
+    "data_file", "wrapped", "PLOT_HINT", "require_matplotlib", "parameter", "ours_suffix", "claim",
+    "VERDICTS", "difference_verdict", "numpy_generator", "relative_difference", "format_number",
     "write_csv", "read_csv", "pyplot", "save_figure", "write_markdown", "result",
 ]

@@ -25,7 +25,8 @@ from pathlib import Path
 from privloss.bounds.gaussian import (analytic_gaussian_epsilon, gaussian_histogram_epsilon,
                                       laplace_histogram_epsilon)
 from privloss.experiments._common import (OURS, claim, notify, ours_suffix, output_dir, parameter,
-                                          pyplot, result, save_figure, write_csv, write_markdown)
+                                          pyplot, result, save_figure, wrapped, write_csv,
+                                          write_markdown)
 
 NAME = "cr-fig4"
 TITLE = "Laplace vs Gaussian noise for histograms at equal variance, one shot (Lemmas 6.1-6.3)"
@@ -83,7 +84,7 @@ def _draw(rows, path: Path, parameters, title: str) -> Path:
                   markersize=3, label=label)
     axis.set_xlabel("l0-sensitivity Delta_0")
     axis.set_ylabel("overall epsilon")
-    axis.set_title(f"{title}\n{ours_suffix(parameters)}", fontsize=8)
+    axis.set_title(f"{title}\n{wrapped(ours_suffix(parameters), 95)}", fontsize=8)
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8)
     return save_figure(figure, path)

@@ -33,7 +33,7 @@ from privloss.bounds.gaussian import analytic_gaussian_epsilon
 from privloss.bounds.optimal_dp import optimal_dp_delta, optimal_dp_epsilon
 from privloss.experiments import cr_fig4
 from privloss.experiments._common import (claim, notify, output_dir, pyplot, ours_suffix, result,
-                                          save_figure, write_csv, write_markdown)
+                                          save_figure, wrapped, write_csv, write_markdown)
 
 NAME = "cr-fig5"
 TITLE = "Laplace vs Gaussian for histograms under composition of Delta_0 releases"
@@ -88,8 +88,14 @@ def _draw(rows, path: Path, parameters) -> Path:
     axis.plot(l0, [row[7] for row in rows], ":", color="grey",
               label="analytic Gaussian one shot (reference)")
     axis.set_xlabel("l0-sensitivity Delta_0 = number of composed releases")
-    axis.set_ylabel("overall epsilon")
-    axis.set_title(f"[CR] Figure 5: composition\n{ours_suffix(parameters)}", fontsize=8)
+    # log scale: the composed analytic Gaussian (6-22) would flatten the other curves (1.4-4.8)
+    axis.set_yscale("log")
+    ticks = [value for value in (1, 1.5, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50)
+             if min(min(row[1:5]) for row in rows) / 1.2 <= value <= 1.2 * max(row[4] for row in rows)]
+    axis.set_yticks(ticks, [f"{value:g}" for value in ticks])
+    axis.minorticks_off()
+    axis.set_ylabel("overall epsilon (log scale)")
+    axis.set_title(f"[CR] Figure 5: composition\n{wrapped(ours_suffix(parameters), 95)}", fontsize=8)
     axis.grid(alpha=0.3)
     axis.legend(fontsize=7)
     return save_figure(figure, path)

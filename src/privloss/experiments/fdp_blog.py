@@ -77,6 +77,16 @@ def _panels():
         "g1": g1, "lap2": lap2, "lap25": lap25}
 
 
+def mathtext(label: str) -> str:
+    """Plot label with matplotlib mathtext for the sub/superscripts the CSV spells in
+    TeX ('f_{1,0}' -> '$f_{1,0}$', 'G_1.0017' -> '$G_{1.0017}$', 'RR^25' -> 'RR$^{25}$')."""
+    import re
+
+    label = re.sub(r"\b([fG])_\{([^}]*)\}", r"$\1_{\2}$", label)
+    label = re.sub(r"\b([fG])_([0-9.]+)", r"$\1_{\2}$", label)
+    return re.sub(r"\^([0-9]+)", r"$^{\1}$", label)
+
+
 def _values(curve, alpha: np.ndarray) -> np.ndarray:
     value = curve(alpha)
     if isinstance(value, tuple):         # a TradeoffBracket returns (lower, upper)
@@ -154,7 +164,7 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, seed: int | None = None, 
 
     figure, axes = plt.subplots(2, 4, figsize=(18, 9))
     for ax, (title, curves) in zip(axes.ravel(), panels):
-        plot_tradeoffs([c for _, c, _ in curves], labels=[label for label, _, _ in curves],
+        plot_tradeoffs([c for _, c, _ in curves], labels=[mathtext(label) for label, _, _ in curves],
                        dashed=[d for _, _, d in curves], ax=ax, title=title, points=grid.size)
     png_path = _common.save_figure(figure, out_dir / f"{NAME}.png")
     key = key_numbers(extra, grid)

@@ -1,4 +1,4 @@
-"""Plot tradeoff curves with matplotlib (imported lazily: ``pip install privloss[plot]``)."""
+"""Plot tradeoff curves with matplotlib (imported lazily: the ``plot`` extra, ``pip install '.[plot]'`` from a checkout)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ def _pyplot(headless: bool):
     try:
         import matplotlib
     except ImportError as error:
-        raise ImportError("plotting needs matplotlib: pip install 'privloss[plot]'") from error
+        raise ImportError("plotting needs matplotlib: install the 'plot' extra (pip install '.[plot]' from a privloss checkout)") from error
     if headless and "matplotlib.pyplot" not in __import__("sys").modules:
         matplotlib.use("Agg")      # writing a file needs no display
     import matplotlib.pyplot as plt

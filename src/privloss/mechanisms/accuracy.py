@@ -54,7 +54,7 @@ def _mpmath():
         import mpmath
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError("exact confidence intervals need mpmath (pip install mpmath, "
-                          "or install privloss[samplers])") from error
+                          "or install the 'samplers' extra: pip install '.[samplers]' from a checkout)") from error
     return mpmath
 
 

@@ -65,11 +65,24 @@ def fft_l1_error(a: np.ndarray, b: np.ndarray, padded: int, kept: int,
     """A-priori L1 error bound of the FFT convolution of non-negative ``a`` and ``b``."""
     eta = fft_relative_error(padded, u)
     l1a, l1b = float(a.sum()), float(b.sum())
-    l2a, l2b = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    l2a, l2b = _l2_norm_up(a), _l2_norm_up(b)
     l2 = ((2.0 * eta + 3.0 * u) * (1.0 + eta) ** 2 * (1.0 + 3.0 * u) * (l1a * l2b + l2a * l1b)
           + eta * eta * math.sqrt(padded) * l2a * l2b)
-    # 1.01 covers the rounding of the norms and of this expression itself
+    # the sums above are of non-negative terms (relative error <= n u, n << 10^13);
+    # 1.01 covers them and the rounding of this expression itself
     return 1.01 * math.sqrt(kept) * l2
+
+
+def _l2_norm_up(values: np.ndarray) -> float:
+    """Euclidean norm, rounded up: a single-threaded einsum sum of squares.
+
+    ``np.linalg.norm`` goes through BLAS, which OpenBLAS threads: on a busy
+    machine that was 24x slower in wall time than this loop. The sum of n
+    non-negative squares has relative error <= (n + 1) u; the square root halves it.
+    """
+    squares = float(np.einsum("i,i->", values, values))
+    # underflowing squares lose at most 2^-1074 each
+    return math.sqrt(squares * (1.0 + (values.size + 2) * UNIT_ROUNDOFF) + values.size * 5e-324)
 
 
 def direct_l1_error(a: np.ndarray, b: np.ndarray, u: float = UNIT_ROUNDOFF) -> float:

@@ -33,9 +33,13 @@ SEARCH_CANDIDATES = tuple(c for c in CANDIDATES if c.name != "adaptive-sequence"
 def within_release(interaction) -> Interaction:
     """The model for the events of one release: at least adaptive, because its
     selection rounds depend on earlier winners (a BoundedRange(count=k) event does
-    not record that), whatever the caller's outer model."""
+    not record that), whatever the caller's outer model.  "fully-adaptive" is
+    also adaptive here: inside one release the number of steps and their
+    parameters are fixed before it runs, so the tight adaptive bounds hold."""
     interaction = Interaction.parse(interaction)
-    return Interaction.ADAPTIVE if interaction is Interaction.NON_ADAPTIVE else interaction
+    if interaction.value in ("non-adaptive", "fully-adaptive"):
+        return Interaction.ADAPTIVE
+    return interaction
 
 
 def spent(events, target_delta: float, interaction) -> AccountingResult:

@@ -210,8 +210,7 @@ def domain_counts(view: HistogramView, domain) -> tuple[tuple, np.ndarray]:
     if domain is None:
         if view.truncated:
             raise ValueError("a known-domain algorithm needs the count of every domain item, but "
-                             f"the histogram was truncated (total_items={view.total_items}, "
-                             f"next_count={view.next_count}); build it with domain= and no top=")
+                             "the histogram was truncated; build it with domain= and no top=")
         return view.items, view.counts.copy()
     if isinstance(domain, (str, bytes)):
         raise TypeError("domain must be a sequence of labels, got a string")

@@ -242,7 +242,7 @@ def gauss_ordered(histogram, *, k, epsilon, rho, known_domain=True, delta=None,
         visible = visible_top(view, plan.discovery.d_bar)
         labels, counts = visible.items, visible.counts
         chosen = plan.discovery.select(visible, src)
-        extra = {**plan.discovery.describe(), "visible_items": len(visible.items)}
+        extra = plan.discovery.describe()
     measured = counts[chosen] + plan.noise.sample(len(chosen), src)
     fitted = ordered_least_squares(measured, nonnegative=nonnegative)
     half_width = plan.noise.half_width()
@@ -373,11 +373,11 @@ def trunc_gauss(histogram, *, rho, delta, l0_sensitivity, linf_sensitivity=1, k=
     k = check_optional_integer("k", k)
     view = check_histogram(histogram)
     if view.truncated:
-        raise ValueError(f"trunc-gauss needs every item with a positive count, but the histogram "
-                         f"was truncated (total_items={view.total_items}, returned positive "
-                         f"items={view.positive}, next_count={view.next_count}); build it "
-                         f"without top= (a label ranked just below the cut in one dataset "
-                         f"could be released with probability near 1 in its neighbour)")
+        # no counts in the message: it may be shown to an analyst
+        raise ValueError("trunc-gauss needs every item with a positive count, but the histogram "
+                         "was truncated; build it without top= (a label ranked just below the "
+                         "cut in one dataset could be released with probability near 1 in its "
+                         "neighbour)")
     positive = view.positive
     counts = view.counts[:positive]
     values = counts + sample_truncated_gaussian(plan.sigma, plan.bound, positive,
@@ -393,7 +393,7 @@ def trunc_gauss(histogram, *, rho, delta, l0_sensitivity, linf_sensitivity=1, k=
                   "truncation": plan.bound, "threshold": plan.threshold,
                   "noise": "truncated-gaussian (float, rounded to integers)",
                   "noise_variance": rounded_variance(plan.sigma, plan.bound),
-                  "ci95_half_width": half_width, "visible_items": positive}
+                  "ci95_half_width": half_width}
     return Release(tuple(labels[i] for i in order.tolist()), released,
                    intervals(released, half_width), plan.events, TRUNCATED_NAME, parameters)
 

@@ -164,8 +164,7 @@ def unknown_gumbel(histogram, *, k, epsilon, delta, count_epsilon=None, l0_sensi
     chosen = plan.discovery.select(visible, src)
     noisy = visible.counts[chosen] + plan.noise.sample(len(chosen), src)
     parameters = {**plan.discovery.describe(), "count_epsilon": float(plan.count_epsilon),
-                  "count_epsilon_exact": str(plan.count_epsilon),
-                  "visible_items": len(visible.items), **plan.noise.describe()}
+                  "count_epsilon_exact": str(plan.count_epsilon), **plan.noise.describe()}
     return Release(tuple(visible.items[i] for i in chosen), noisy,
                    intervals(noisy, plan.noise.half_width()), plan.events, NAME, parameters)
 

@@ -162,8 +162,7 @@ def unknown_laplace(histogram, *, epsilon, delta, l0_sensitivity, linf_sensitivi
                   "delta": plan.delta, "l0_sensitivity": plan.l0_sensitivity,
                   "linf_sensitivity": plan.noise.sensitivity, "d_bar": plan.d_bar, "k": k,
                   "threshold_offset": plan.offset, "threshold_scale": float(plan.noise.parameter),
-                  "threshold_failure": plan.failure, "visible_items": len(visible.items),
-                  **plan.noise.describe()}
+                  "threshold_failure": plan.failure, **plan.noise.describe()}
     return Release(tuple(labels[i] for i in order.tolist()), released,
                    intervals(released, plan.noise.half_width()), plan.events, NAME, parameters)
 

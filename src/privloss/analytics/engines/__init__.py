@@ -14,7 +14,9 @@ distinct items per user chosen uniformly at random, each count capped at
 :class:`~privloss.analytics.histogram.Histogram` sorted by count desc, then
 label.  ``top=d_bar`` fetches only the top ``d_bar`` labels and the next count
 from the engine; ``domain`` restricts the result to (and completes it with)
-known labels.  Engines: ``"duckdb"`` (embedded, default) and ``"spark"``
+known labels.  Rows with a null user id or a null item are dropped (an empty
+input is an empty histogram, not an error).  Engines: ``"duckdb"`` (embedded,
+default) and ``"spark"``
 (PySpark DataFrame API; the active session, else a local one).  Both give
 identical results for the same data and seed (same keyed hash, same tie rules;
 guaranteed for integer and string columns, and for CSV files, which both read
@@ -37,7 +39,10 @@ Runtime
 Inside the engine: one aggregation over the rows, a partitioned sort of the
 distinct (user, item) pairs when ``l0`` is set, one aggregation by item.
 Python receives at most ``top + 1`` rows (all items when ``top`` or ``domain``
-asks for them).
+asks for them).  Integer-valued text is grouped as integers (see
+:mod:`privloss.analytics.bounding`); privloss's own DuckDB connections run under
+a memory limit and spill beyond it (see
+:mod:`privloss.analytics.engines.duckdb_engine`).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from privloss.analytics.bounding import SelectionKey, check_bounds, draw_seed
 from privloss.analytics.histogram import Histogram, check_domain, check_top
 from privloss.analytics.inputs import resolve_input
 
-__all__ = ["ENGINES", "bounded_histogram"]
+__all__ = ["ENGINES", "bounded_histogram", "check_input"]
 
 #: Engine name -> module implementing ``aggregate(inp, user, item, bounds, key, limit)``.
 ENGINES = {
@@ -71,6 +76,19 @@ def _check_engine(engine) -> str:
     return engine
 
 
+def check_input(data, *, user_column: str, item_column: str, engine: str = "duckdb") -> None:
+    """Validate ``data`` without computing on its rows: the input resolves, a
+    query is exactly one SELECT and binds, both columns exist.  The errors are
+    those :func:`bounded_histogram` raises for the schema, so a caller (the
+    CLI, a ledger) can raise them before charging a release."""
+    user_column = _check_column("user_column", user_column)
+    item_column = _check_column("item_column", item_column)
+    if user_column == item_column:
+        raise ValueError(f"user_column and item_column must differ, both are {user_column!r}")
+    module = importlib.import_module(ENGINES[_check_engine(engine)])
+    module.check_schema(resolve_input(data), user_column, item_column)
+
+
 def bounded_histogram(data, *, user_column: str, item_column: str, l0=None, linf=1,
                       engine: str = "duckdb", top=None, domain=None, seed=None,
                       source=None) -> Histogram:
@@ -81,10 +99,14 @@ def bounded_histogram(data, *, user_column: str, item_column: str, l0=None, linf
     ``linf``: integer >= 1; ``top``: None or ``d_bar >= 1``; ``domain``: None or
     a sequence of distinct labels (all strings or all integers); ``seed``:
     None (drawn from ``source``, default the secure source) or a non-negative
-    integer (reproducible, not secure).  Raises ``ValueError`` / ``TypeError``
-    for bad arguments, ``FileNotFoundError`` for a missing file, ``ValueError``
-    for a missing column, an empty table, null user ids or null items, or an
-    unreadable file.  See the module docstring.
+    integer (reproducible, not secure).  Rows with a null user id or a null
+    item are dropped; an empty input gives an empty histogram.  Raises
+    ``ValueError`` / ``TypeError`` for bad arguments and what the schema shows
+    (a missing column, a query that is not one SELECT, an unreadable file
+    format), ``FileNotFoundError`` for a missing file, and
+    :class:`~privloss.analytics.errors.ComputationFailed` (fixed message, the
+    engine's text in the ``privloss.engine`` log) when the engine fails while
+    computing.  See the module docstring.
     """
     user_column = _check_column("user_column", user_column)
     item_column = _check_column("item_column", item_column)

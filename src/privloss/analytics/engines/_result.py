@@ -4,8 +4,11 @@ Definition
 ----------
 :class:`EngineResult`: labels and bounded counts sorted by count desc then
 label (at most ``limit`` rows), and ``total_items``, the number of labels with
-positive bounded count in the whole histogram.  :func:`check_columns` and
-:func:`raise_for_stats` give the same error messages for every engine.
+positive bounded count in the whole histogram (it stays inside the library: it
+only says whether the list was cut).  :func:`check_columns` gives the same
+error message for every engine (column names are public schema);
+:func:`exact_files` gives the file names an engine may read without
+expanding glob characters.
 
 Privacy guarantee
 -----------------
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["EngineResult", "check_columns", "raise_for_stats"]
+__all__ = ["EngineResult", "check_columns", "exact_files"]
 
 
 class EngineResult(NamedTuple):
@@ -41,15 +44,14 @@ def check_columns(columns, user_column: str, item_column: str, what: str) -> Non
                              f"{list(columns)}")
 
 
-def raise_for_stats(total_items: int, null_user: bool, null_item: bool, user_column: str,
-                    item_column: str, what: str) -> None:
-    """Refuse null user ids, null items and an empty table, naming the column."""
-    if null_user:
-        raise ValueError(f"user_column {user_column!r} of {what} contains null user ids; "
-                         f"every row needs a user (filter them out first, e.g. with a "
-                         f"SqlQuery ... WHERE {user_column} IS NOT NULL)")
-    if null_item:
-        raise ValueError(f"item_column {item_column!r} of {what} contains null items; "
-                         f"filter them out first (e.g. WHERE {item_column} IS NOT NULL)")
-    if total_items == 0:
-        raise ValueError(f"{what} is empty: no (user, item) rows to count")
+def exact_files(inp):
+    """(names, snapshot or None) for a ``FileInput``: its exact file names, or, if
+    a name holds glob characters (which DuckDB and Spark would expand), private
+    copies under plain names (close the snapshot when done)."""
+    from privloss.analytics.fingerprint import has_glob_characters, snapshot_files
+
+    names = inp.names
+    if not any(has_glob_characters(name) for name in names):
+        return names, None
+    snapshot = snapshot_files(names, keyed=False)
+    return snapshot.files, snapshot

@@ -4,11 +4,13 @@ Definition
 ----------
 :func:`reference_histogram` follows :mod:`privloss.analytics.bounding` word
 for word: count rows per (user, item); for each user with more than ``l0``
-distinct items keep the ``l0`` with the smallest ``(key, code(item), item)``;
-cap at ``linf``; sum per item; sort and truncate with
-:meth:`Histogram.from_counts`.  A column whose values are all Python ints is
-hashed as integers, any other column through the text of its values, which is
-what the engines do for integer and string columns.
+distinct items keep the ``l0`` with the smallest ``(key, code(item), tie)``
+(tie: canonical integer text after other text, then the item); cap at
+``linf``; sum per item; sort and truncate with :meth:`Histogram.from_counts`.
+A column whose values are all Python ints is hashed as integers, any other
+column through the text of its values (canonical integer text coded as its
+integer, :func:`~privloss.analytics.bounding.text_code`), which is what the
+engines do for integer and string columns.
 
 Privacy guarantee
 -----------------
@@ -28,7 +30,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from privloss.analytics.bounding import (SelectionKey, check_bounds, draw_seed, integer_code,
-                                         text_code)
+                                         is_canonical_integer, text_code)
 from privloss.analytics.histogram import Histogram
 
 __all__ = ["reference_histogram", "column_codes", "selected_items"]
@@ -44,13 +46,18 @@ def column_codes(values) -> dict:
     return {value: text_code(str(value)) for value in distinct}
 
 
+def _is_integer_text(value) -> bool:
+    """Canonical integer text sorts after other text on a (key, code) tie."""
+    return isinstance(value, str) and is_canonical_integer(value)
+
+
 def selected_items(user, items, l0, key: SelectionKey, user_codes, item_codes) -> list:
     """The items one user keeps (all of them when there are at most ``l0``)."""
     if l0 is None or len(items) <= l0:
         return list(items)
     user_code = user_codes[user]
     ranked = sorted(items, key=lambda item: (key.key(user_code, item_codes[item]),
-                                             item_codes[item], item))
+                                             item_codes[item], _is_integer_text(item), item))
     return ranked[:l0]
 
 

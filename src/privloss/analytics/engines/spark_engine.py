@@ -5,15 +5,26 @@ Definition
 Same steps as :mod:`privloss.analytics.engines.duckdb_engine`: ``groupBy(u, i)``
 counts; the selection key of :mod:`privloss.analytics.bounding` as ``long``
 column arithmetic (all values below ``2^59``, so ANSI mode never overflows);
-``row_number()`` over ``Window.partitionBy(u).orderBy(key, item_code, i)``
+``row_number()`` over ``Window.partitionBy(u).orderBy(key, item_code, tie)``
 kept ``<= l0``; ``sum(least(c, linf))`` by item; ordered by count desc then
-item and limited to ``top + 1`` rows.  The aggregated histogram is cached
-once and read twice (statistics, head); nothing else is collected.
+item and limited to ``top + 1`` rows.  Rows with a null user id or a null item
+are dropped first.  The aggregated histogram is cached once and read twice (its
+number of rows, kept inside the library, and the head); nothing else is
+collected.  Files are read by their exact names; a ``SqlQuery`` must parse as
+one query (Spark's parser, :func:`check_single_query`); Spark cannot confine a
+query to the registered tables, so SQL text is trusted operator input here.
+Failures while computing become
+:class:`~privloss.analytics.errors.ComputationFailed`.
 
 Results equal DuckDB's for the same data and seed because the key, the codes
-(integer value or ``md5`` of the text), the tie rules and the sort orders
-(binary UTF-8 strings, numeric integers) are the same; CSV files are read as
-text with RFC 4180 quoting (``escape='"'``) as DuckDB reads them.
+(integer value, canonical integer text as its integer, else ``md5`` of the
+text: the one per-value rule of :mod:`~privloss.analytics.bounding`, tested
+here with ``rlike`` on Java's anchored form of the same pattern), the tie rules
+and the sort orders (binary UTF-8 strings, numeric integers) are the same; CSV
+files are read as text with RFC 4180 quoting (``escape='"'``) as DuckDB reads
+them (but Spark reads a line at a time: no line break inside a quoted field).
+Spark groups text as text (DuckDB groups integer-valued text as BIGINT); that
+changes the speed only, never the result.
 
 Session: the active ``SparkSession`` (or the one of a Spark DataFrame /
 ``SqlQuery.connection``); otherwise ``SparkSession.builder.getOrCreate()``,
@@ -37,13 +48,15 @@ from __future__ import annotations
 
 import os
 
-from privloss.analytics.bounding import (LANE_BITS, LANE_MASK, MIX_MULTIPLIER, MIX_SHIFT,
-                                         ContributionBounds, SelectionKey, text_code_digits)
-from privloss.analytics.engines._result import EngineResult, check_columns, raise_for_stats
+from privloss.analytics.bounding import (CANONICAL_INTEGER, LANE_BITS, LANE_MASK,
+                                         MIX_MULTIPLIER, MIX_SHIFT, ContributionBounds,
+                                         SelectionKey, text_code_digits)
+from privloss.analytics.engines._result import EngineResult, check_columns, exact_files
+from privloss.analytics.errors import computation_failed
 from privloss.analytics.inputs import (FileInput, FrameInput, QueryInput, RelationInput,
                                        SparkFrameInput, describe_input)
 
-__all__ = ["aggregate", "get_session"]
+__all__ = ["aggregate", "check_schema", "check_single_query", "get_session"]
 
 _INTEGER_TYPES = {"ByteType", "ShortType", "IntegerType", "LongType"}
 
@@ -53,7 +66,7 @@ def _import_spark():
         from pyspark.sql import SparkSession, Window, functions
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError("the Spark engine needs the 'pyspark' package (and Java 17+): "
-                          "pip install 'privloss[spark]'") from error
+                          "install the 'spark' extra (pip install '.[spark]' from a privloss checkout)") from error
     return SparkSession, Window, functions
 
 
@@ -75,7 +88,27 @@ def _no_master_configured() -> bool:
         os.environ.get("PYSPARK_SUBMIT_ARGS", "")
 
 
-def _frame(inp):
+def check_single_query(session, text: str) -> None:
+    """Refuse anything but one query: Spark's own parser must read ``text`` as a
+    single statement whose plan is a query (not a command such as INSERT,
+    CREATE, SET, CACHE, or a parsed DDL/DML statement)."""
+    if not hasattr(session, "_jsparkSession"):     # Spark Connect: no parser to ask
+        raise ValueError("SqlQuery on Spark needs a classic SparkSession (its SQL parser checks "
+                         "that the text is one query); pass a DataFrame instead")
+    jvm = session.sparkContext._jvm
+    try:
+        plan = session._jsparkSession.sessionState().sqlParser().parsePlan(text)
+    except _spark_error_types() as error:
+        raise ValueError(f"the SQL query does not parse as one Spark SQL statement: "
+                         f"{str(error).splitlines()[0]}") from None
+    logical = "org.apache.spark.sql.catalyst.plans.logical."
+    for name in ("Command", "ParsedStatement"):
+        if jvm.java.lang.Class.forName(logical + name).isInstance(plan):
+            raise ValueError(f"the SQL query must be a SELECT query, got a "
+                             f"{plan.nodeName()} statement")
+
+
+def _frame(inp, snapshots: list):
     if isinstance(inp, SparkFrameInput):
         return inp.frame
     if isinstance(inp, RelationInput):
@@ -86,15 +119,25 @@ def _frame(inp):
         if not hasattr(session, "sql") or not hasattr(session, "createDataFrame"):
             raise TypeError(f"SqlQuery.connection must be a SparkSession for engine='spark', "
                             f"got {type(session).__name__}")
+        check_single_query(session, inp.text)
+        for name, table in inp.tables:
+            _file_frame(session, table, snapshots).createOrReplaceTempView(name)
         return session.sql(inp.text)
     session = get_session()
     if isinstance(inp, FileInput):
-        path = str(inp.path)
-        if inp.format == "parquet":
-            return session.read.parquet(path)
-        return session.read.csv(path, header=True, sep="\t" if inp.format == "tsv" else ",",
-                                quote='"', escape='"', inferSchema=False)
+        return _file_frame(session, inp, snapshots)
     return _frame_from_python(session, inp)
+
+
+def _file_frame(session, inp: FileInput, snapshots: list):
+    """A DataFrame over exactly the input's files (glob characters never expanded)."""
+    names, snapshot = exact_files(inp)
+    if snapshot is not None:
+        snapshots.append(snapshot)
+    if inp.format == "parquet":
+        return session.read.parquet(*names)
+    return session.read.csv(list(names), header=True, sep="\t" if inp.format == "tsv" else ",",
+                            quote='"', escape='"', inferSchema=False)
 
 
 def _frame_from_python(session, inp: FrameInput):
@@ -118,11 +161,25 @@ def _spark_major() -> int:
     return int(pyspark.__version__.split(".")[0])
 
 
+#: CANONICAL_INTEGER for Java's ``find``: anchored, ``\z`` (``$`` would also
+#: match before a final line break, and Spark's cast trims spaces and breaks).
+_CANONICAL_JAVA = "^(?:" + CANONICAL_INTEGER + ")\\z"
+
+
+def _is_integer_text(column):
+    """Boolean column: the value's text is canonical integer text (bounding)."""
+    return column.cast("string").rlike(_CANONICAL_JAVA)
+
+
 def _code(functions, column, is_integer: bool):
+    """``code`` (bounding): the integer for integer columns and canonical integer
+    text, else the md5 prefix of the text."""
     if is_integer:
         return column.cast("long")
-    digest = functions.md5(column.cast("string"))
-    return functions.conv(functions.substring(digest, 1, text_code_digits), 16, 10).cast("long")
+    text = column.cast("string")
+    digest = functions.md5(text)
+    return functions.when(_is_integer_text(column), text.cast("long")).otherwise(
+        functions.conv(functions.substring(digest, 1, text_code_digits), 16, 10).cast("long"))
 
 
 def _mix(functions, frame, value, target: str):
@@ -163,53 +220,79 @@ def _spark_error_types():
     return (PySparkException, Py4JJavaError)
 
 
+def _open(inp, user_column: str, item_column: str, snapshots: list):
+    """The input frame, its columns checked (schema errors: ValueError/TypeError)."""
+    what = describe_input(inp)
+    try:
+        frame = _frame(inp, snapshots)
+        columns = frame.columns
+    except _spark_error_types() as error:
+        raise ValueError(f"could not read {what}: {str(error).splitlines()[0]}") from None
+    check_columns(columns, user_column, item_column, what)
+    return frame
+
+
+def check_schema(inp, user_column: str, item_column: str) -> None:
+    """Analyse the input (no rows are computed) and check both columns exist."""
+    _import_spark()
+    snapshots: list = []
+    try:
+        _open(inp, user_column, item_column, snapshots)
+    finally:
+        for snapshot in snapshots:
+            snapshot.close()
+
+
 def aggregate(inp, user_column: str, item_column: str, bounds: ContributionBounds,
               key: SelectionKey | None, limit: int | None) -> EngineResult:
-    """Run the bounded histogram on a resolved input; see the module docstring."""
+    """Run the bounded histogram on a resolved input; see the module docstring.
+
+    Errors as :func:`privloss.analytics.engines.duckdb_engine.aggregate`: schema
+    problems are ``ValueError``/``TypeError``; failures while computing become
+    :class:`~privloss.analytics.errors.ComputationFailed` (engine text logged)."""
     _, window, f = _import_spark()
     errors = _spark_error_types()
     what = describe_input(inp)
+    snapshots: list = []
     try:
-        frame = _frame(inp)
-        columns = frame.columns
-    except errors as error:
-        raise ValueError(f"could not read {what}: {str(error).splitlines()[0]}") from None
-    check_columns(columns, user_column, item_column, what)
-    types = {field.name: type(field.dataType).__name__ for field in frame.schema.fields}
-    quoted = {name: f.col("`" + name.replace("`", "``") + "`") for name in (user_column,
-                                                                           item_column)}
-    pairs = frame.select(quoted[user_column].alias("u"), quoted[item_column].alias("i")) \
-                 .groupBy("u", "i").agg(f.count(f.lit(1)).alias("c"))
-    if bounds.l0 is not None:
-        if key is None:
-            raise ValueError("a SelectionKey is needed when l0 is set")
-        keyed = _keyed(f, pairs, key, types[user_column] in _INTEGER_TYPES,
-                       types[item_column] in _INTEGER_TYPES)
-        order = window.partitionBy("u").orderBy(f.col("sk").asc(), f.col("ic").asc(),
-                                                f.col("i").asc_nulls_last())
-        selected = keyed.withColumn("_r", f.row_number().over(order)) \
-                        .where(f.col("_r") <= bounds.l0)
-    else:
-        selected = pairs
-    hist = selected.groupBy("i").agg(
-        f.sum(f.least(f.col("c"), f.lit(bounds.linf).cast("long"))).alias("cnt"),
-        f.max(f.col("u").isNull().cast("int")).alias("null_user")).withColumnRenamed("i", "item")
-    hist = hist.persist()
-    try:
-        stats = hist.agg(f.count(f.lit(1)).alias("n"),
-                         f.coalesce(f.max("null_user"), f.lit(0)).alias("nu"),
-                         f.coalesce(f.max(f.col("item").isNull().cast("int")), f.lit(0))
-                         .alias("ni")).collect()[0]
-        raise_for_stats(int(stats["n"]), bool(stats["nu"]), bool(stats["ni"]), user_column,
-                        item_column, what)
-        head = hist.orderBy(f.col("cnt").desc(), f.col("item").asc_nulls_last())
-        if limit is not None:
-            head = head.limit(int(limit))
-        rows = head.select("item", "cnt").collect()
-    except errors as error:
-        raise ValueError(f"could not compute the histogram of {what}: "
-                         f"{str(error).splitlines()[0]}") from None
+        frame = _open(inp, user_column, item_column, snapshots)
+        types = {field.name: type(field.dataType).__name__ for field in frame.schema.fields}
+        quoted = {name: f.col("`" + name.replace("`", "``") + "`")
+                  for name in (user_column, item_column)}
+        pairs = frame.select(quoted[user_column].alias("u"), quoted[item_column].alias("i")) \
+                     .where(f.col("u").isNotNull() & f.col("i").isNotNull()) \
+                     .groupBy("u", "i").agg(f.count(f.lit(1)).alias("c"))
+        if bounds.l0 is not None:
+            if key is None:
+                raise ValueError("a SelectionKey is needed when l0 is set")
+            keyed = _keyed(f, pairs, key, types[user_column] in _INTEGER_TYPES,
+                           types[item_column] in _INTEGER_TYPES)
+            # the tie rule (bounding): (key, code), then text before canonical
+            # integer text (whose code is itself), then the label
+            ties = [_is_integer_text(f.col("i")).asc()] \
+                if types[item_column] == "StringType" else []
+            order = window.partitionBy("u").orderBy(f.col("sk").asc(), f.col("ic").asc(),
+                                                    *ties, f.col("i").asc_nulls_last())
+            selected = keyed.withColumn("_r", f.row_number().over(order)) \
+                            .where(f.col("_r") <= bounds.l0)
+        else:
+            selected = pairs
+        hist = selected.groupBy("i").agg(
+            f.sum(f.least(f.col("c"), f.lit(bounds.linf).cast("long"))).alias("cnt")) \
+            .withColumnRenamed("i", "item")
+        try:
+            hist = hist.persist()
+            try:
+                total = int(hist.count())
+                head = hist.orderBy(f.col("cnt").desc(), f.col("item").asc_nulls_last())
+                if limit is not None:
+                    head = head.limit(int(limit))
+                rows = head.select("item", "cnt").collect()
+            finally:
+                hist.unpersist()
+        except errors as error:
+            raise computation_failed(error, f"spark, {what}") from None
     finally:
-        hist.unpersist()
-    return EngineResult([row["item"] for row in rows], [int(row["cnt"]) for row in rows],
-                        int(stats["n"]))
+        for snapshot in snapshots:
+            snapshot.close()
+    return EngineResult([row["item"] for row in rows], [int(row["cnt"]) for row in rows], total)

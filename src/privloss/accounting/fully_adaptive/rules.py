@@ -1,0 +1,210 @@
+"""Filter policies and the admission check (fully-adaptive interaction).
+
+A :class:`FilterPolicy` is fixed when the budget is created: the budget
+(epsilon, delta), the rules, each rule's share of delta and the Renyi orders.
+:func:`check` decides whether a history of release guarantees plus a candidate
+fits. docs/accounting.md ("Interaction models and filters") restates each rule's
+theorem and proves that the combination is a valid filter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from privloss.accounting.fully_adaptive import filters
+from privloss.accounting.fully_adaptive.release import RENYI_ORDERS, ReleaseGuarantee
+from privloss.bounds._numeric import check_nonnegative, check_probability
+
+#: rule name -> :class:`filters.Rule`
+RULES = filters.RULES
+#: share of delta the default policy reserves for the Renyi rule's conversion
+DEFAULT_RENYI_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class FilterPolicy:
+    """A fully-adaptive budget, fixed when the budget is created.
+
+    ``rules``: names in :data:`RULES`; ``delta_shares[i]``: the part of ``delta``
+    reserved for rule i's conversion (0 for ``basic``); the releases' own deltas
+    may sum to at most ``delta - sum(delta_shares)`` (:attr:`release_delta_cap`).
+    ``renyi_orders``: the orders of the ``renyi`` rule (a subset of
+    :data:`RENYI_ORDERS`; chosen from epsilon and the share when left empty).
+    The rules combine: a release is admitted if any of them certifies the budget
+    epsilon for the whole history with it (docs/accounting.md, "Combining rules").
+    """
+
+    epsilon: float
+    delta: float
+    rules: tuple = ("basic",)
+    delta_shares: tuple = (0.0,)
+    renyi_orders: tuple = ()
+
+    def __post_init__(self):
+        epsilon = check_nonnegative("epsilon", self.epsilon)
+        delta = check_probability("delta", self.delta, closed_upper=False)
+        if isinstance(self.rules, str):
+            raise ValueError(f"rules must be a sequence of rule names, got {self.rules!r}")
+        rules = tuple(str(name) for name in self.rules)
+        shares = tuple(check_probability(f"delta_shares[{i}]", share)
+                       for i, share in enumerate(self.delta_shares))
+        if not rules:
+            raise ValueError("rules must name at least one filter rule")
+        for name in rules:
+            if name not in RULES:
+                raise ValueError(f"rules: unknown filter rule {name!r}; allowed: {', '.join(RULES)}")
+        if len(set(rules)) != len(rules):
+            raise ValueError(f"rules must not repeat a rule, got {rules!r}")
+        if len(shares) != len(rules):
+            raise ValueError(f"delta_shares must have one share per rule ({len(rules)}), "
+                             f"got {len(shares)}")
+        if math.fsum(shares) > delta * (1.0 + filters.BUDGET_TOLERANCE):
+            raise ValueError(f"delta_shares sum to {math.fsum(shares):g}, more than delta = {delta:g}")
+        for name, share in zip(rules, shares):
+            if RULES[name].needs_share and share <= 0:
+                raise ValueError(f"delta_shares: rule {name!r} needs a positive share of delta, "
+                                 f"got {share!r}")
+        orders = tuple(float(order) for order in self.renyi_orders)
+        for order in orders:
+            if order not in RENYI_ORDERS:
+                raise ValueError(f"renyi_orders: {order!r} is not one of the stored orders "
+                                 f"{RENYI_ORDERS}")
+        if "renyi" in rules and not orders:
+            share = shares[rules.index("renyi")]
+            orders = filters.renyi_orders_for(epsilon, share)
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(self, "delta", delta)
+        object.__setattr__(self, "rules", rules)
+        object.__setattr__(self, "delta_shares", shares)
+        object.__setattr__(self, "renyi_orders", tuple(sorted(set(orders))))
+
+    @property
+    def release_delta_cap(self) -> float:
+        """The most the releases' own deltas may sum to."""
+        return max(0.0, self.delta - math.fsum(self.delta_shares))
+
+    def to_dict(self) -> dict:
+        return {"epsilon": self.epsilon, "delta": self.delta, "rules": list(self.rules),
+                "delta_shares": list(self.delta_shares), "renyi_orders": list(self.renyi_orders)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "FilterPolicy":
+        if not isinstance(data, dict):
+            raise ValueError(f"a filter policy must be a JSON object, got {type(data).__name__}")
+        missing = [name for name in ("epsilon", "delta") if name not in data]
+        if missing:
+            raise ValueError(f"filter policy is missing {', '.join(missing)}")
+        rules = tuple(data.get("rules", ("basic",)))
+        shares = tuple(data.get("delta_shares", (0.0,) * len(rules)))
+        return cls(data["epsilon"], data["delta"], rules, shares,
+                   tuple(data.get("renyi_orders", ())))
+
+
+def default_policy(epsilon: float, delta: float) -> FilterPolicy:
+    """Basic composition plus the Renyi filter with 10% of delta (basic alone if delta = 0).
+
+    Basic composition is the best rule for a few releases, the Renyi filter for
+    many; the union bound over both costs the Renyi rule's share of delta
+    (docs/accounting.md, "Choosing a model").
+    """
+    epsilon = check_nonnegative("epsilon", epsilon)
+    delta = check_probability("delta", delta, closed_upper=False)
+    if delta == 0:
+        return FilterPolicy(epsilon, 0.0, ("basic",), (0.0,))
+    return FilterPolicy(epsilon, delta, ("basic", "renyi"), (0.0, DEFAULT_RENYI_SHARE * delta))
+
+
+@dataclass(frozen=True)
+class FilterStatus:
+    """The answer of :func:`check`.
+
+    ``rows``: per rule, (name, admitted, epsilon, delta, reason).
+    """
+
+    admitted: bool
+    rule: str
+    spent_epsilon: float
+    spent_delta: float
+    message: str
+    rows: tuple = field(default=())
+
+    def to_dict(self) -> dict:
+        def number(value):
+            return "inf" if math.isinf(value) else float(value)
+        return {"admitted": self.admitted, "rule": self.rule,
+                "spent_epsilon": number(self.spent_epsilon), "spent_delta": number(self.spent_delta),
+                "message": self.message,
+                "rows": [{"rule": name, "admitted": ok, "epsilon": number(eps), "delta": number(dlt),
+                          "reason": reason} for name, ok, eps, dlt, reason in self.rows]}
+
+
+def _delta_message(deltas: np.ndarray, used: float, cap: float, policy: FilterPolicy) -> str:
+    """Names the binding delta constraint, e.g. '4 releases of delta 2.5e-07 reach ...'."""
+    positive = deltas[deltas > 0]
+    reserved = policy.delta - cap
+    tail = (f" (budget delta {policy.delta:g}" +
+            (f", of which {reserved:.3g} is reserved for the rules' conversions)" if reserved > 0
+             else ")"))
+    if positive.size and float(positive.max() - positive.min()) <= 1e-9 * float(positive.max()):
+        return (f"{positive.size} releases of delta {float(positive[0]):.3g} reach {used:.3g}, "
+                f"over the releases' delta cap {cap:.3g}{tail}")
+    return (f"{positive.size} releases with deltas summing to {used:.3g} exceed the releases' "
+            f"delta cap {cap:.3g}{tail}")
+
+
+def check(policy: FilterPolicy, guarantees: Sequence[ReleaseGuarantee]) -> FilterStatus:
+    """Do all ``guarantees`` (the history plus the candidate) fit ``policy``'s budget?
+
+    Definition
+        Admitted iff the releases' own deltas sum to at most
+        ``policy.release_delta_cap`` and at least one rule certifies an epsilon
+        within the budget (each rule with its share of delta).
+    Privacy guarantee
+        A filter that runs each proposed release only if :func:`check` of the
+        admitted history plus that release admits it is (policy.epsilon,
+        policy.delta)-DP in the fully-adaptive model: the releases' bad events
+        cost at most the cap (one coupling), and partitioning the final
+        transcripts by the first rule that admits them costs the sum of the
+        rules' shares (docs/accounting.md, "Combining rules"). ``spent_delta`` is
+        that total for the releases so far.
+    Runtime
+        O(n) numpy sums over n guarantees; no accountant call.
+    """
+    if not isinstance(policy, FilterPolicy):
+        raise TypeError(f"policy must be a FilterPolicy, got {type(policy).__name__}")
+    table = filters.Table(guarantees)
+    deltas = table.column("delta")
+    used_delta = filters.total(deltas)
+    cap = policy.release_delta_cap
+    delta_ok = used_delta <= cap * (1.0 + filters.BUDGET_TOLERANCE)
+    spent_delta = min(1.0, used_delta + math.fsum(policy.delta_shares))
+    rows = []
+    for name, share in zip(policy.rules, policy.delta_shares):
+        epsilon, reason = RULES[name].certify(table, policy, share)
+        admitted = filters.fits(epsilon, policy.epsilon)
+        if not admitted and math.isfinite(epsilon):
+            reason = f"{reason}: certifies epsilon {epsilon:.6g} > budget {policy.epsilon:g}"
+        rows.append(filters.RuleRow(name, admitted, epsilon, min(1.0, used_delta + share), reason))
+    best = min(rows, key=lambda row: (row.epsilon, policy.rules.index(row.name)))   # ties: first rule
+    size = table.size
+    if not delta_ok:
+        message = "refused: " + _delta_message(deltas, used_delta, cap, policy)
+        return FilterStatus(False, "delta-cap", best.epsilon, spent_delta, message,
+                            tuple(row.as_tuple() for row in rows))
+    if best.admitted:
+        message = (f"admitted by rule {best.name}: {size} release(s) certified at epsilon "
+                   f"{best.epsilon:.6g} <= {policy.epsilon:g} and delta {spent_delta:.3g} "
+                   f"<= {policy.delta:g}")
+        return FilterStatus(True, best.name, best.epsilon, spent_delta, message,
+                            tuple(row.as_tuple() for row in rows))
+    message = (f"refused: no rule certifies these {size} release(s) within epsilon "
+               f"{policy.epsilon:g}; closest rule {best.name}: {best.reason}")
+    return FilterStatus(False, best.name, best.epsilon, spent_delta, message,
+                        tuple(row.as_tuple() for row in rows))
+
+
+__all__ = ["FilterPolicy", "FilterStatus", "check", "default_policy", "RULES"]

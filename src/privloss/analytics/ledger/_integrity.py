@@ -1,0 +1,156 @@
+"""Tamper evidence: a hash chain over each dataset's budget row and releases.
+
+Definition
+----------
+* ``digest`` of a dataset: SHA-256 of its immutable fields (name, budget,
+  interaction, policy, plan, note, creation time).
+* ``chain`` of release ``j``: SHA-256 of (chain of release ``j - 1``, or the
+  dataset's digest for the first, and every field the release was charged
+  with: id, query key, events, guarantee, plan item, owner, spent, bound, time).
+* ``seal`` of a finished release: SHA-256 of (its chain, status, result).
+* the dataset row keeps ``head`` (the last chain) and ``recorded`` (the number
+  of releases), updated in the charging transaction.
+
+:func:`verify` walks a dataset's releases in order and raises
+:class:`LedgerIntegrityError` naming the first record that does not match:
+an edited budget, interaction or plan; an edited, inserted or deleted release
+(deleting releases would silently give budget back); a result or status changed
+after it was sealed. The ledger verifies every dataset when it is opened and
+the new part of a history inside every charging transaction.
+
+Privacy guarantee
+-----------------
+Detects accidental damage and edits made without recomputing the chain. An
+adversary who can write the file *and* recompute SHA-256 can rewrite a whole
+history consistently; against that, keep the file where analysts cannot write
+it (the service, docs/service.md), as the chain cannot without a secret.
+
+Citation
+--------
+Hash chains (Haber and Stornetta 1991); SHA-256 (FIPS 180-4).
+
+Runtime
+-------
+One SHA-256 of about a kilobyte per release: about 10 ms for 10,000 releases.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from ._errors import LedgerError
+
+__all__ = ["LedgerIntegrityError", "dataset_digest", "release_chain", "release_seal", "verify",
+           "check_seal", "Verified"]
+
+
+class LedgerIntegrityError(LedgerError):
+    """The ledger's hash chain does not match its records: damaged or edited."""
+
+
+def _hash(values) -> str:
+    text = json.dumps(values, separators=(",", ":"), ensure_ascii=False, allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def dataset_digest(name, budget_epsilon, budget_delta, interaction, policy, plan, note,
+                   created) -> str:
+    return _hash(["privloss-ledger-dataset-v2", name, repr(float(budget_epsilon)),
+                  repr(float(budget_delta)), interaction, policy, plan, note, created])
+
+
+def release_chain(previous: str, release_id, dataset, query_key, events, guarantee, plan_item,
+                  owner, analyst, spent_epsilon, bound, time) -> str:
+    return _hash(["privloss-ledger-release-v2", previous, release_id, dataset, query_key, events,
+                  guarantee, plan_item, owner, analyst, repr(float(spent_epsilon)), bound, time])
+
+
+def release_seal(chain: str, status: str, result) -> str:
+    return _hash(["privloss-ledger-seal-v2", chain, status, result])
+
+
+class Verified:
+    """How far a dataset's history has been verified in this process, and the
+    verified records the accounting may use (events and guarantee texts, in order)."""
+
+    def __init__(self):
+        self.last_id = 0
+        self.chain: str | None = None
+        self.count = 0
+        self.events: list[str] = []
+        self.guarantees: list[str] = []
+        self.plan_items: list = []
+        self.analysts: list = []
+
+
+_RELEASE_COLUMNS = ("id, dataset, query_key, events, guarantee, plan_item, owner, analyst, "
+                    "spent_epsilon, bound, time, status, result, chain, seal")
+
+
+def verify(conn, path: str, name: str, state: Verified | None = None) -> Verified:
+    """Verify dataset ``name`` (from ``state``'s verified prefix, or from the
+    start); return the new state or raise :class:`LedgerIntegrityError`."""
+    row = conn.execute("SELECT name, budget_epsilon, budget_delta, interaction, policy, plan, "
+                       "note, created, digest, head, recorded FROM datasets WHERE name = ?",
+                       (name,)).fetchone()
+    if row is None:
+        raise LedgerIntegrityError(f"ledger {path}: dataset {name!r} vanished")
+    *fields, digest, head, recorded = row
+    if dataset_digest(*fields) != digest:
+        raise LedgerIntegrityError(
+            f"ledger {path} is damaged or was edited: the budget record of dataset {name!r} "
+            f"does not match its hash (budget, interaction, policy or plan changed); "
+            f"refusing to use it")
+    state = Verified() if state is None or state.chain is None else state
+    if state.chain is None or state.last_id == 0:
+        state.chain = digest
+    else:                       # the verified prefix must still end where it did
+        last = conn.execute("SELECT chain FROM releases WHERE id = ? AND dataset = ?",
+                            (state.last_id, name)).fetchone()
+        if last is None or last[0] != state.chain:
+            raise LedgerIntegrityError(
+                f"ledger {path} is damaged or was edited: release #{state.last_id} of dataset "
+                f"{name!r} changed or vanished after it was verified; refusing to use it")
+    previous, count, last_id = state.chain, state.count, state.last_id
+    events, guarantees, plan_items, analysts = [], [], [], []
+    for record in conn.execute(f"SELECT {_RELEASE_COLUMNS} FROM releases WHERE dataset = ? "
+                               f"AND id > ? ORDER BY id", (name, state.last_id)):
+        release_id, *charged, status, result, chain, seal = record
+        if release_chain(previous, release_id, *charged) != chain:
+            raise LedgerIntegrityError(
+                f"ledger {path} is damaged or was edited: release #{release_id} of dataset "
+                f"{name!r} does not match the hash chain (a release was edited, inserted or "
+                f"deleted before it); refusing to use it")
+        expected_seal = None if status == "pending" else release_seal(chain, status, result)
+        if seal != expected_seal:
+            raise LedgerIntegrityError(
+                f"ledger {path} is damaged or was edited: the {status} result of release "
+                f"#{release_id} of dataset {name!r} does not match its seal; refusing to use it")
+        previous, count, last_id = chain, count + 1, release_id
+        _, _, events_text, guarantee, plan_item, _, analyst = charged[:7]
+        events.append(events_text)
+        guarantees.append(guarantee)
+        plan_items.append(plan_item)
+        analysts.append(analyst)
+    present = conn.execute("SELECT count(*) FROM releases WHERE dataset = ?", (name,)).fetchone()[0]
+    if previous != head or count != recorded or present != recorded:
+        raise LedgerIntegrityError(
+            f"ledger {path} is damaged or was edited: dataset {name!r} records {recorded} "
+            f"release(s) but {present} are present (releases deleted or added; the chain "
+            f"was verified to release #{last_id}); refusing to use it")
+    state.chain, state.count, state.last_id = previous, count, last_id
+    state.events.extend(events)
+    state.guarantees.extend(guarantees)
+    state.plan_items.extend(plan_items)
+    state.analysts.extend(analysts)
+    return state
+
+
+def check_seal(path: str, name: str, release_id: int, chain: str, status: str, result,
+               seal) -> None:
+    """Refuse a stored answer whose seal does not match (an edited result)."""
+    if release_seal(chain, status, result) != seal:
+        raise LedgerIntegrityError(
+            f"ledger {path} is damaged or was edited: the stored answer of release "
+            f"#{release_id} of dataset {name!r} does not match its seal; refusing to return it")

@@ -1,0 +1,436 @@
+"""The :class:`Ledger`: opening and verifying, datasets, reading; the release
+protocol is the mixin :class:`._protocol.ReleaseProtocol`."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+from privloss.analytics._serialize import (canonical_query_key, events_from_text, events_to_text,
+                                           result_from_text)
+from privloss.bounds._numeric import check_positive, check_probability
+from privloss.events import Event, Interaction
+
+from . import _plan
+from ._common import (DEFAULT_TIMEOUT, LEDGER_INTERACTIONS, MAX_NAME_LENGTH, Receipt,
+                      _check_analyst, _check_events, _check_interaction, _guarantee_text,
+                      _identity, _now, check_dataset_name)
+from ._accounting import Dataset, Spending, spending_of
+from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, LedgerPlanError,
+                      UnknownDatasetError)
+from ._integrity import Verified, check_seal, dataset_digest, verify
+from ._migrate import upgrade_version_1
+from ._postgres import PostgresStore, is_postgres_url
+from ._protocol import ReleaseProtocol
+from ._store import LedgerFile
+
+__all__ = ["Ledger", "Receipt", "check_dataset_name", "LEDGER_INTERACTIONS", "DEFAULT_TIMEOUT",
+           "MAX_NAME_LENGTH"]
+
+class Ledger(ReleaseProtocol):
+    """Durable budget store over one SQLite file (see the package docstring).
+
+    ``Ledger(path)`` creates and initialises the file if it does not exist
+    (``create=False``: a missing or empty file is an error, nothing is created)
+    and upgrades a schema-1 file in place. Raises :class:`LedgerError` if the
+    path is not a single-link regular file, is not a privloss ledger, or is not
+    the file the ledger was created as.
+    """
+
+    def __init__(self, path, *, create: bool = True, timeout: float = DEFAULT_TIMEOUT):
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a file path, got {path!r}")
+        text = os.fspath(path)
+        if isinstance(text, bytes):
+            text = os.fsdecode(text)
+        if not text or text == ":memory:" or text.startswith("file:"):
+            raise ValueError(f"path must name a file (the ledger must be durable), got {path!r}")
+        timeout = check_positive("timeout", timeout)
+        if is_postgres_url(text):
+            self._file = PostgresStore(text, timeout=timeout, create=bool(create))
+        else:
+            self._file = LedgerFile(os.path.abspath(text), timeout=timeout, create=bool(create))
+        self._verified: dict[str, Verified] = {}
+        self._parsed: dict[str, list] = {}
+        self._lock = threading.Lock()
+        self._initialise(bool(create))
+
+    @property
+    def path(self) -> str:
+        return self._file.path
+
+    # ---- opening -----------------------------------------------------------------
+    def _initialise(self, create: bool) -> None:
+        status = self._file.check_path()
+        if status is None and not create:
+            raise LedgerError(f"no ledger file at {self.path}")
+        writable = status is None or self._file.writable()
+        with self._file.connect(create=True, read_only=not writable) as conn:
+            with self._file.transaction(conn, write=False):
+                state = self._file.schema_state(conn)
+            if state == "empty":
+                self._file.create_schema(conn)
+            elif state == "version-1":
+                if not writable:
+                    raise LedgerError(f"ledger {self.path} has schema version 1 and must be "
+                                      f"upgraded once by a process that can write it")
+                with self._file.transaction(conn, write=True):
+                    if self._file.schema_state(conn) == "version-1":
+                        upgrade_version_1(conn, os.stat(self.path))
+            self._file.check_identity(conn)
+            with self._file.transaction(conn, write=False):
+                for (name,) in conn.execute("SELECT name FROM datasets").fetchall():
+                    self._verify(conn, name)
+
+    def _verify(self, conn, name: str) -> Verified:
+        """Verify the hash chain of a dataset's history (the part not yet
+        verified by this process; all of it on open) and return the verified
+        records: the accounting uses nothing else. Raises
+        :class:`LedgerIntegrityError` naming the first bad record."""
+        with self._lock:
+            state = verify(conn, self.path, name, self._verified.get(name))
+            self._verified[name] = state
+            return state
+
+    def _connect(self, *, read_only: bool = False):
+        return self._file.connect(read_only=read_only)
+
+    def _read(self):
+        """A connection for reading, with the file's identity re-checked."""
+        return _Checked(self, read_only=True)
+
+    def _write(self):
+        return _Checked(self, read_only=False)
+
+    # ---- reading -----------------------------------------------------------------
+    def _dataset(self, conn, name: str) -> Dataset:
+        row = conn.execute("SELECT name, budget_epsilon, budget_delta, interaction, policy, plan, "
+                           "note, created FROM datasets WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            known = [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name LIMIT 20")]
+            hint = f"; known: {', '.join(map(repr, known))}" if known else "; the ledger has none"
+            raise UnknownDatasetError(f"no dataset {name!r} in ledger {self.path}{hint} "
+                                      f"(create it with create_dataset / `privloss ledger create`)")
+        return Dataset(*row)
+
+    def _decode_events(self, text: str) -> tuple:
+        try:
+            return events_from_text(text)
+        except (ValueError, TypeError) as error:
+            raise LedgerError(f"ledger {self.path} holds events that cannot be read "
+                              f"({error}); refusing to account with them") from error
+
+    def _recorded_events(self, conn, name: str) -> list[Event]:
+        """Every verified recorded event of the dataset, in order."""
+        events: list[Event] = []
+        for text in self._verify(conn, name).events:
+            events.extend(self._decode_events(text))
+        return events
+
+    def _guarantees(self, conn, name: str) -> list:
+        """Every verified stored guarantee of the dataset, parsed once per process."""
+        from privloss.accounting.fully_adaptive import ReleaseGuarantee
+        state = self._verify(conn, name)
+        with self._lock:
+            parsed = self._parsed.setdefault(name, [])
+            try:
+                parsed.extend(ReleaseGuarantee.from_dict(json.loads(text))
+                              for text in state.guarantees[len(parsed):])
+            except (ValueError, TypeError, KeyError) as error:
+                raise LedgerError(f"ledger {self.path} holds a release guarantee that cannot "
+                                  f"be read ({error}); refusing to account with it") from error
+            return list(parsed)
+
+    def _spending(self, conn, dataset: Dataset, extra_events=(), extra_guarantee=None, *,
+                  with_delta: bool = False) -> Spending:
+        if dataset.interaction == "fully-adaptive":
+            guarantees = self._guarantees(conn, dataset.name)
+            if extra_guarantee is not None:
+                from privloss.accounting.fully_adaptive import ReleaseGuarantee
+                guarantees.append(ReleaseGuarantee.from_dict(json.loads(extra_guarantee)))
+            return spending_of(dataset, [], guarantees)
+        events = self._recorded_events(conn, dataset.name) + list(extra_events)
+        return spending_of(dataset, events, [], with_delta=with_delta)
+
+    @staticmethod
+    def _capped(dataset: Dataset, cap) -> Dataset:
+        """The dataset's model with an analyst's cap as its budget."""
+        if cap is None:
+            return dataset
+        policy = dataset.policy
+        if dataset.interaction == "fully-adaptive":
+            from privloss.accounting.fully_adaptive import default_policy
+            policy = json.dumps(default_policy(*cap).to_dict(), allow_nan=False)
+        return Dataset(dataset.name, cap[0], cap[1], dataset.interaction, policy, dataset.plan,
+                       dataset.note, dataset.created)
+
+    def _analyst_spending(self, conn, dataset: Dataset, analyst: str, cap, extra_events=(),
+                          extra_guarantee=None, *, with_delta: bool = False) -> Spending:
+        """Spending of one analyst's releases (plus a new one) against their cap
+        (or, without a cap, against the dataset's budget)."""
+        state = self._verify(conn, dataset.name)
+        mine = [index for index, who in enumerate(state.analysts) if who == analyst]
+        view = self._capped(dataset, cap)
+        if dataset.interaction == "fully-adaptive":
+            from privloss.accounting.fully_adaptive import ReleaseGuarantee
+            every = self._guarantees(conn, dataset.name)
+            guarantees = [every[index] for index in mine]
+            if extra_guarantee is not None:
+                guarantees.append(ReleaseGuarantee.from_dict(json.loads(extra_guarantee)))
+            return spending_of(view, [], guarantees)
+        events: list[Event] = []
+        for index in mine:
+            events.extend(self._decode_events(state.events[index]))
+        return spending_of(view, events + list(extra_events), [], with_delta=with_delta)
+
+    def _plan_state(self, conn, dataset: Dataset) -> tuple[tuple, set]:
+        if dataset.plan is None:
+            return (), set()
+        try:
+            items = _plan.plan_from_text(dataset.plan)
+        except (ValueError, TypeError, KeyError) as error:
+            raise LedgerError(f"ledger {self.path}: the plan of dataset {dataset.name!r} cannot "
+                              f"be read ({error}); refusing it") from error
+        used = {item for item in self._verify(conn, dataset.name).plan_items if item is not None}
+        return items, used
+
+    # ---- datasets ----------------------------------------------------------------
+    def create_dataset(self, name: str, *, epsilon: float, delta: float = 0.0,
+                       interaction: Interaction | str = Interaction.FULLY_ADAPTIVE,
+                       plan=None) -> dict:
+        """Add a dataset with a total budget (epsilon > 0, 0 <= delta < 1) and an
+        interaction model; returns :meth:`show`.
+
+        ``fully-adaptive`` (default): parameters may be chosen from earlier
+        outputs; filter-valid rules only, with a policy fixed now. ``adaptive``
+        / ``setwise``: ``plan`` (a sequence of :class:`PlanItem`) is required
+        and must fit the budget as a whole (else :class:`LedgerPlanError` saying
+        by how much). Raises :class:`DatasetExistsError` if the name is taken:
+        a budget is never reset or replaced.
+        """
+        name = check_dataset_name(name)
+        epsilon = check_positive("epsilon", epsilon)
+        delta = check_probability("delta", delta, closed_upper=False)
+        interaction = _check_interaction(interaction)
+        policy_text = plan_text = None
+        if interaction == "fully-adaptive":
+            if plan is not None:
+                raise LedgerPlanError("a fully-adaptive budget takes no plan (a plan is for "
+                                      "'adaptive' or 'setwise')")
+            from privloss.accounting.fully_adaptive import default_policy
+            policy_text = json.dumps(default_policy(epsilon, delta).to_dict(), allow_nan=False)
+        else:
+            plan_text = _plan.plan_to_text(_plan.check_plan(plan, interaction, epsilon, delta))
+        with self._write() as conn:
+            with self._file.transaction(conn, write=True):
+                exists = conn.execute("SELECT 1 FROM datasets WHERE name = ?", (name,)).fetchone()
+                if exists:
+                    raise DatasetExistsError(f"dataset {name!r} already exists in ledger "
+                                             f"{self.path}; budgets are never reset")
+                created = _now()
+                digest = dataset_digest(name, epsilon, delta, interaction, policy_text,
+                                        plan_text, None, created)
+                conn.execute("INSERT INTO datasets (name, budget_epsilon, budget_delta, "
+                             "interaction, policy, plan, note, created, digest, head, recorded) "
+                             "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, 0)",
+                             (name, epsilon, delta, interaction, policy_text, plan_text, created,
+                              digest, digest))
+        return self.show(name)
+
+    def datasets(self) -> list[str]:
+        """Names of the datasets, sorted."""
+        with self._read() as conn:
+            return [row[0] for row in conn.execute("SELECT name FROM datasets ORDER BY name")]
+
+    def show(self, name: str, *, analyst: str | None = None, analyst_budget=None) -> dict:
+        """Budget and spending of one dataset.
+
+        Keys: ``dataset``, ``budget_epsilon``, ``budget_delta``,
+        ``spent_epsilon`` and ``spent_delta`` (see :class:`Spending`),
+        ``remaining_epsilon`` / ``remaining_delta`` (budget minus spent, >= 0),
+        ``releases`` (recorded, whatever their status), ``failed`` (charged
+        computations that raised), ``interaction``, ``bound`` (rule or bound that
+        decides), ``admitted`` (the history fits), ``note`` (e.g. an upgrade
+        note, else None), ``plan`` (None, or one dict per planned release with
+        ``item``, ``match``, ``events``, ``used``), ``created``.
+
+        With ``analyst``: also ``analyst`` and ``mine``, that analyst's
+        releases, spent and remaining (against ``analyst_budget`` when given,
+        else against the dataset's budget).
+        """
+        name = check_dataset_name(name)
+        analyst, cap = _check_analyst(analyst, analyst_budget)
+        with self._read() as conn:
+            with self._file.transaction(conn, write=False):
+                dataset = self._dataset(conn, name)
+                self._verify(conn, name)
+                count, failed = conn.execute(
+                    "SELECT count(*), coalesce(sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0) "
+                    "FROM releases "
+                    "WHERE dataset = ?", (name,)).fetchone()
+                spent = self._spending(conn, dataset, with_delta=True)
+                items, used = self._plan_state(conn, dataset)
+                mine = None
+                if analyst is not None:
+                    own = self._analyst_spending(conn, dataset, analyst, cap, with_delta=True)
+                    view = self._capped(dataset, cap)
+                    mine = {"analyst": analyst,
+                            "releases": sum(1 for who in self._verify(conn, name).analysts
+                                            if who == analyst),
+                            "budget_epsilon": view.budget_epsilon,
+                            "budget_delta": view.budget_delta,
+                            "spent_epsilon": own.epsilon, "spent_delta": own.delta,
+                            "remaining_epsilon": max(0.0, view.budget_epsilon - own.epsilon),
+                            "remaining_delta": max(0.0, view.budget_delta - own.delta),
+                            "bound": own.bound}
+        plan = None if dataset.plan is None else [
+            {"item": index + 1, "match": item.match,
+             "events": [repr(event) for event in item.events], "used": index in used}
+            for index, item in enumerate(items)]
+        return {
+            "dataset": dataset.name,
+            "budget_epsilon": dataset.budget_epsilon,
+            "budget_delta": dataset.budget_delta,
+            "spent_epsilon": spent.epsilon,
+            "spent_delta": spent.delta,
+            "remaining_epsilon": max(0.0, dataset.budget_epsilon - spent.epsilon),
+            "remaining_delta": max(0.0, dataset.budget_delta - spent.delta),
+            "releases": count,
+            "failed": failed,
+            "interaction": dataset.interaction,
+            "bound": spent.bound,
+            "admitted": spent.admitted,
+            "note": dataset.note,
+            "plan": plan,
+            "created": dataset.created,
+            **({} if mine is None else {"mine": mine}),
+        }
+
+    def history(self, name: str, *, analyst: str | None = None) -> list[dict]:
+        """Recorded releases of a dataset, oldest first: ``id``, ``query_key``
+        (canonical text), ``query`` (its JSON value), ``events`` (JSON objects),
+        ``status`` (``done``, ``failed`` or ``pending``), ``result`` (the stored
+        JSON value; None unless done), ``plan_item`` (1-based, or None),
+        ``spent_epsilon`` (after that release), ``bound``, ``time`` (UTC) and
+        ``analyst`` (None if untagged). With ``analyst``: that analyst's only."""
+        name = check_dataset_name(name)
+        analyst, _ = _check_analyst(analyst, None)
+        with self._read() as conn:
+            with self._file.transaction(conn, write=False):
+                self._dataset(conn, name)
+                self._verify(conn, name)
+                rows = conn.execute("SELECT id, query_key, events, status, result, plan_item, "
+                                    "spent_epsilon, bound, time, analyst FROM releases "
+                                    "WHERE dataset = ? ORDER BY id", (name,)).fetchall()
+        if analyst is not None:
+            rows = [row for row in rows if row[9] == analyst]
+        return [{"id": row[0], "query_key": row[1], "query": json.loads(row[1]),
+                 "events": json.loads(row[2]), "status": row[3],
+                 "result": None if row[4] is None else result_from_text(row[4]),
+                 "plan_item": None if row[5] is None else row[5] + 1,
+                 "spent_epsilon": row[6], "bound": row[7], "time": row[8], "analyst": row[9]}
+                for row in rows]
+
+    def events(self, name: str) -> tuple[Event, ...]:
+        """Every recorded event of a dataset, in order of release."""
+        name = check_dataset_name(name)
+        with self._read() as conn:
+            with self._file.transaction(conn, write=False):
+                self._dataset(conn, name)
+                self._verify(conn, name)
+                return tuple(self._recorded_events(conn, name))
+
+    def lookup(self, name: str, query_key) -> Receipt | None:
+        """The stored answer of ``query_key`` (no cost, nothing computed), or None."""
+        name = check_dataset_name(name)
+        key = canonical_query_key(query_key)
+        with self._read() as conn:
+            with self._file.transaction(conn, write=False):
+                self._dataset(conn, name)
+                self._verify(conn, name)
+                stored = self._stored(conn, name, key)
+        return None if stored is None else self._receipt(stored, cached=True, decode=_identity)
+
+    def _stored(self, conn, name: str, key: str):
+        row = conn.execute("SELECT id, result, spent_epsilon, bound, time, plan_item, chain, "
+                           "seal FROM releases WHERE dataset = ? AND query_key = ? AND "
+                           "status = 'done' ORDER BY id LIMIT 1", (name, key)).fetchone()
+        if row is None:
+            return None
+        check_seal(self.path, name, row[0], row[6], "done", row[1], row[7])
+        return row[:6]
+
+    @staticmethod
+    def _receipt(row, *, cached: bool, decode) -> Receipt:
+        release_id, text, spent, bound, time, plan_item = row
+        return Receipt(decode(result_from_text(text)), cached, release_id, spent, bound, time,
+                       plan_item)
+
+    def would_admit(self, name: str, query_key, events, *, analyst: str | None = None,
+                    analyst_budget=None) -> dict:
+        """What :meth:`release` would do now, without computing, recording or
+        reading any data (a dry run; another process may spend meanwhile).
+
+        Returns ``admitted`` (a new release would be charged), ``cached`` (the
+        stored answer would be returned, free), ``plan_item`` (1-based, or
+        None), ``spent_epsilon`` / ``spent_delta`` (of the history with this
+        release), ``bound`` and ``reason`` (the binding constraint or plan
+        mismatch when not admitted), ``refusal`` (None, ``"plan"`` or
+        ``"budget"``: the error :meth:`release` would raise)."""
+        name = check_dataset_name(name)
+        analyst, cap = _check_analyst(analyst, analyst_budget)
+        key = canonical_query_key(query_key)
+        events = _check_events(events)
+        events_text = events_to_text(events)
+        with self._read() as conn:
+            with self._file.transaction(conn, write=False):
+                dataset = self._dataset(conn, name)
+                self._verify(conn, name)
+                if self._stored(conn, name, key) is not None:
+                    spent = self._spending(conn, dataset)
+                    return {"admitted": True, "cached": True, "plan_item": None, "refusal": None,
+                            "spent_epsilon": spent.epsilon, "spent_delta": spent.delta,
+                            "bound": spent.bound, "reason": "an identical query was answered: "
+                            "its stored answer is returned at no cost"}
+                guarantee = _guarantee_text(events) \
+                    if dataset.interaction == "fully-adaptive" else json.dumps({})
+                try:
+                    plan_item = self._match_plan(conn, dataset, query_key, events_text)
+                    total = self._spending(conn, dataset, events, guarantee)
+                    if total.admitted and cap is not None:
+                        self._refuse_over_cap(conn, dataset, analyst, cap, events, guarantee)
+                except (LedgerPlanError, LedgerBudgetError) as error:
+                    spent = self._spending(conn, dataset)
+                    kind = "plan" if isinstance(error, LedgerPlanError) else "budget"
+                    return {"admitted": False, "cached": False, "plan_item": None, "refusal": kind,
+                            "spent_epsilon": spent.epsilon, "spent_delta": spent.delta,
+                            "bound": spent.bound, "reason": str(error)}
+        return {"admitted": total.admitted, "cached": False,
+                "refusal": None if total.admitted else "budget",
+                "plan_item": None if plan_item is None else plan_item + 1,
+                "spent_epsilon": total.epsilon, "spent_delta": total.delta,
+                "bound": total.bound, "reason": total.message}
+
+    def __repr__(self) -> str:
+        return f"Ledger({self.path!r})"
+
+
+class _Checked:
+    """Context manager: a connection whose file identity is re-checked."""
+
+    def __init__(self, ledger: Ledger, *, read_only: bool):
+        self._context = ledger._connect(read_only=read_only)
+        self._file = ledger._file
+
+    def __enter__(self):
+        conn = self._context.__enter__()
+        try:
+            self._file.check_identity(conn)
+        except BaseException:
+            self._context.__exit__(None, None, None)
+            raise
+        return conn
+
+    def __exit__(self, *exc):
+        return self._context.__exit__(*exc)

@@ -1,0 +1,193 @@
+"""The ledger on PostgreSQL: several server processes or hosts, one budget.
+
+Definition
+----------
+``Ledger("postgresql://user@host/db")`` keeps the same tables as the SQLite
+file (schema 2, :data:`._store.SCHEMA` with PostgreSQL types) in the schema
+``privloss`` of that database, and runs the same release protocol. Where
+SQLite has one writer at a time, every writing transaction here first takes
+one transaction-level advisory lock (``pg_advisory_xact_lock``), so charging
+transactions are serialised exactly as under SQLite's write lock: the
+re-check of the budget and the insert see the same history, across every
+process and host that shares the database. Reading transactions run at
+``REPEATABLE READ`` (one snapshot).
+
+Privacy guarantee
+-----------------
+As for SQLite (:mod:`privloss.analytics.ledger`): racing releases never
+overspend, nothing unrecorded leaves, every charge is recorded before its
+computation starts, and the hash chain (:mod:`._integrity`) is verified on open
+and inside every charging transaction. The file checks of :mod:`._store`
+(hard links, inode) have no meaning here; the database's own access control
+decides who can write the tables.
+
+Citation
+--------
+PostgreSQL documentation: advisory locks, transaction isolation; psycopg 3.
+
+Runtime
+-------
+One connection per operation (a few milliseconds on loopback), two short
+transactions per release.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import urllib.parse
+
+from ._errors import LedgerError
+from ._store import SCHEMA, SCHEMA_VERSION
+
+__all__ = ["PostgresStore", "is_postgres_url", "POSTGRES_SCHEMA"]
+
+#: the PostgreSQL schema holding the ledger's tables
+POSTGRES_SCHEMA = "privloss"
+#: the advisory lock every writing transaction takes ("PLLG")
+_WRITE_LOCK = 0x504C4C47
+_APPLICATION = "privloss-ledger"
+
+
+def is_postgres_url(text: str) -> bool:
+    return text.startswith(("postgresql://", "postgres://"))
+
+
+def _postgres_schema() -> tuple[str, ...]:
+    """The SQLite schema with PostgreSQL types (one definition for both)."""
+    statements = []
+    for statement in SCHEMA:
+        statement = (statement.replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY")
+                     .replace("INTEGER", "BIGINT").replace("REAL", "DOUBLE PRECISION"))
+        statements.append(statement)
+    return tuple(statements)
+
+
+def _redacted(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+class _Connection:
+    """A psycopg connection speaking the ledger's SQL (``?`` placeholders)."""
+
+    def __init__(self, connection):
+        self._connection = connection
+
+    def execute(self, sql: str, parameters=()):
+        return self._connection.execute(sql.replace("?", "%s"), tuple(parameters))
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+        return self._connection.info.transaction_status != TransactionStatus.IDLE
+
+
+class PostgresStore:
+    """Connections to a PostgreSQL ledger (same interface as :class:`._store.LedgerFile`)."""
+
+    def __init__(self, url: str, *, timeout: float, create: bool):
+        self._url = url
+        self.path = _redacted(url)
+        self.timeout = timeout
+        self._create = create
+
+    @staticmethod
+    def _psycopg():
+        try:
+            import psycopg
+        except ImportError as error:       # pragma: no cover - depends on the environment
+            raise LedgerError("a PostgreSQL ledger needs the 'psycopg' package: install the "
+                              "'postgres' extra (pip install '.[postgres]')") from error
+        return psycopg
+
+    # ---- what the SQLite file checks ------------------------------------------------
+    def check_path(self):
+        return True              # a database, not a file: always "present"
+
+    def writable(self) -> bool:
+        return True
+
+    def check_identity(self, conn) -> None:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'application'").fetchone()
+        if row is None or row[0] != _APPLICATION:
+            raise LedgerError(f"{self.path}: schema {POSTGRES_SCHEMA!r} is not a privloss ledger")
+
+    # ---- connections -----------------------------------------------------------------
+    @contextlib.contextmanager
+    def connect(self, *, read_only: bool = False, create: bool = False):
+        psycopg = self._psycopg()
+        try:
+            raw = psycopg.connect(self._url, autocommit=True,
+                                  connect_timeout=max(1, int(self.timeout)))
+        except psycopg.Error as error:
+            raise LedgerError(f"cannot open ledger {self.path}: "
+                              f"{str(error).strip().splitlines()[0]}") from None
+        try:
+            raw.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+            raw.execute(f"SET search_path TO {POSTGRES_SCHEMA}")
+            yield _Connection(raw)
+        except psycopg.Error as error:
+            raise self.translate(error) from error
+        finally:
+            raw.close()
+
+    @staticmethod
+    @contextlib.contextmanager
+    def transaction(conn, *, write: bool):
+        """Writes: BEGIN and the ledger's advisory lock (one writer at a time, as
+        SQLite); reads: one REPEATABLE READ snapshot. ROLLBACK on any exception."""
+        if write:
+            conn.execute("BEGIN")
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (_WRITE_LOCK,))
+        else:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            yield
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def translate(self, error) -> LedgerError:
+        psycopg = self._psycopg()
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if isinstance(error, psycopg.errors.LockNotAvailable):
+            return LedgerError(f"ledger {self.path} is busy: another process held its lock "
+                               f"for more than {self.timeout:g} s")
+        return LedgerError(f"ledger {self.path}: {message}")
+
+    # ---- schema ----------------------------------------------------------------------
+    def schema_state(self, conn) -> str:
+        exists = conn.execute("SELECT to_regclass(?)", (f"{POSTGRES_SCHEMA}.meta",)).fetchone()[0]
+        if exists is None:
+            return "empty"
+        rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if rows.get("application") != _APPLICATION:
+            raise LedgerError(f"{self.path}: schema {POSTGRES_SCHEMA!r} holds a table 'meta' "
+                              f"that is not a privloss ledger's")
+        if rows.get("schema_version") != str(SCHEMA_VERSION):
+            raise LedgerError(f"ledger {self.path} has schema version "
+                              f"{rows.get('schema_version')}; this privloss reads "
+                              f"{SCHEMA_VERSION}")
+        return "ready"
+
+    def create_schema(self, conn) -> None:
+        if not self._create:
+            raise LedgerError(f"{self.path} holds no privloss ledger (create=False)")
+        with self.transaction(conn, write=True):
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {POSTGRES_SCHEMA}")
+            if self.schema_state(conn) != "empty":        # another process won
+                return
+            for statement in _postgres_schema():
+                conn.execute(statement)
+            conn.execute("INSERT INTO meta (key, value) VALUES ('application', ?), "
+                          "('schema_version', ?)", (_APPLICATION, str(SCHEMA_VERSION)))
+
+    @staticmethod
+    def next_release_id(conn) -> int:
+        return conn.execute("SELECT nextval(pg_get_serial_sequence(?, 'id'))",
+                            (f"{POSTGRES_SCHEMA}.releases",)).fetchone()[0]

@@ -1,0 +1,241 @@
+"""The release protocol of :class:`~privloss.analytics.ledger.Ledger`: check
+and charge under the write lock, compute, store (package docstring, steps 2-5)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import threading
+import time as _time
+from typing import Any, Callable
+
+from privloss.analytics._serialize import (canonical_query_key, events_to_text, result_from_text,
+                                           result_to_text)
+
+from . import _plan
+from ._accounting import Dataset, Spending
+from ._common import (Receipt, _check_analyst, _check_events, _guarantee_text, _identity, _now,
+                      check_dataset_name)
+from ._errors import LedgerBudgetError, LedgerError
+from ._integrity import release_chain, release_seal
+
+__all__ = ["ReleaseProtocol"]
+
+
+def _owner() -> str:
+    """Who computes a pending release: host, process and thread."""
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+
+
+def _abandoned(owner: str | None) -> bool:
+    """A pending release whose owner is this thread (a nested identical query)
+    or a process of this host that no longer exists: not worth waiting for."""
+    if owner is None:
+        return True
+    if owner == _owner():
+        return True
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+
+class ReleaseProtocol:
+    """Mixin of :class:`Ledger`: the writing half (uses the reading half's
+    ``_verify``, ``_spending``, ``_stored``... and ``_file``)."""
+
+    # ---- releases ------------------------------------------------------------------
+    def release(self, name: str, query_key, compute: Callable[[], Any], events, *,
+                encode: Callable[[Any], Any] | None = None,
+                decode: Callable[[Any], Any] | None = None,
+                analyst: str | None = None, analyst_budget=None):
+        """Run the release protocol and return the result (see
+        :meth:`release_with_receipt`)."""
+        return self.release_with_receipt(name, query_key, compute, events, encode=encode,
+                                         decode=decode, analyst=analyst,
+                                         analyst_budget=analyst_budget).result
+
+    def release_with_receipt(self, name: str, query_key, compute: Callable[[], Any], events, *,
+                             encode: Callable[[Any], Any] | None = None,
+                             decode: Callable[[Any], Any] | None = None,
+                             analyst: str | None = None, analyst_budget=None) -> Receipt:
+        """Validate; answer an identical stored query for free; check the plan
+        and the budget and *charge* (record the release as pending) under the
+        write lock; only then call ``compute()``; store its result and return
+        ``decode(stored JSON)``.
+
+        ``query_key``: JSON-like value naming the query and the data (the stored
+        answer is returned for an equal key). ``events``: what one release
+        spends, fixed before computing. Raises :class:`LedgerBudgetError` or
+        :class:`LedgerPlanError` before ``compute`` is called (nothing
+        recorded); if ``compute`` (or ``encode``) raises, the release stays
+        charged (status ``failed``) and the exception propagates: a failure
+        that depended on the data must not be a free oracle.
+
+        ``analyst`` tags the release with who asked; ``analyst_budget``
+        ``(epsilon, delta)`` also requires that analyst's releases on this
+        dataset, this one included, to fit that cap under the dataset's model
+        (checked in the same transaction; a cap only stops earlier).
+        """
+        name = check_dataset_name(name)
+        analyst, cap = _check_analyst(analyst, analyst_budget)
+        key = canonical_query_key(query_key)
+        events = _check_events(events)
+        events_text = events_to_text(events)
+        if not callable(compute):
+            raise TypeError(f"compute must be a callable with no arguments, got {compute!r}")
+        encode = _identity if encode is None else encode
+        decode = _identity if decode is None else decode
+
+        with self._read() as conn:           # a repeated query costs nothing
+            with self._file.transaction(conn, write=False):
+                dataset = self._dataset(conn, name)
+                self._verify(conn, name)
+                stored = self._stored(conn, name, key)
+        if stored:
+            return self._receipt(stored, cached=True, decode=decode)
+        guarantee = _guarantee_text(events) if dataset.interaction == "fully-adaptive" else \
+            json.dumps({})
+
+        deadline = _time.monotonic() + self._file.timeout
+        while True:
+            with self._write() as conn:
+                with self._file.transaction(conn, write=True):
+                    self._stage("begun")
+                    dataset = self._dataset(conn, name)
+                    self._verify(conn, name)
+                    stored = self._stored(conn, name, key)
+                    if stored:            # an identical query was answered meanwhile
+                        return self._receipt(stored, cached=True, decode=decode)
+                    pending = self._pending_owner(conn, name, key)
+                    if pending is None:
+                        plan_item = self._match_plan(conn, dataset, query_key, events_text)
+                        spent = self._charge_or_refuse(conn, dataset, events, guarantee)
+                        if cap is not None:
+                            self._refuse_over_cap(conn, dataset, analyst, cap, events, guarantee)
+                        self._stage("checked")
+                        time = _now()
+                        release_id = self._insert_pending(
+                            conn, name, key, events_text, guarantee, plan_item, spent, time,
+                            analyst)
+                        break
+            # an identical query is being computed: its answer will be free
+            if _time.monotonic() > deadline:
+                raise LedgerError(f"an identical query on dataset {name!r} has been computing "
+                                  f"for more than {self._file.timeout:g} s ({pending}); try "
+                                  f"again later (nothing was recorded)")
+            _time.sleep(0.02)
+        self._stage("charged")
+
+        try:
+            result_text = result_to_text(encode(compute()))
+        except BaseException:
+            self._finish(release_id, "failed", None)
+            raise
+        self._stage("computed")
+        self._finish(release_id, "done", result_text)
+        self._stage("committed")
+        return Receipt(decode(result_from_text(result_text)), False, release_id, spent.epsilon,
+                       spent.bound, time, plan_item)
+
+    def _insert_pending(self, conn, name: str, key: str, events_text: str, guarantee: str,
+                        plan_item, spent: Spending, time: str, analyst: str | None) -> int:
+        """Record a charged release, chained to the dataset's head (inside the
+        charging transaction)."""
+        release_id = self._file.next_release_id(conn)
+        head = conn.execute("SELECT head FROM datasets WHERE name = ?", (name,)).fetchone()[0]
+        owner = _owner()
+        chain = release_chain(head, release_id, name, key, events_text, guarantee, plan_item,
+                              owner, analyst, spent.epsilon, spent.bound, time)
+        conn.execute("INSERT INTO releases (id, dataset, query_key, events, guarantee, plan_item, "
+                     "status, owner, analyst, result, spent_epsilon, bound, time, chain, seal) "
+                     "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, ?, ?, ?, ?, NULL)",
+                     (release_id, name, key, events_text, guarantee, plan_item, owner, analyst,
+                      spent.epsilon, spent.bound, time, chain))
+        conn.execute("UPDATE datasets SET head = ?, recorded = recorded + 1 WHERE name = ?",
+                     (chain, name))
+        return release_id
+
+    @staticmethod
+    def _pending_owner(conn, name: str, key: str) -> str | None:
+        """Owner of a live pending identical release (None: none to wait for)."""
+        for (owner,) in conn.execute("SELECT owner FROM releases WHERE dataset = ? AND "
+                                     "query_key = ? AND status = 'pending'", (name, key)):
+            if not _abandoned(owner):
+                return owner
+        return None
+
+    def _finish(self, release_id: int, status: str, result_text: str | None) -> None:
+        with self._write() as conn:
+            with self._file.transaction(conn, write=True):
+                chain = conn.execute("SELECT chain FROM releases WHERE id = ? AND "
+                                     "status = 'pending'", (release_id,)).fetchone()
+                if chain is not None:
+                    conn.execute("UPDATE releases SET status = ?, result = ?, seal = ? "
+                                 "WHERE id = ?", (status, result_text,
+                                                  release_seal(chain[0], status, result_text),
+                                                  release_id))
+                self._stage("finishing")
+
+    def _match_plan(self, conn, dataset: Dataset, query_key, events_text: str) -> int | None:
+        if dataset.interaction == "fully-adaptive":
+            return None
+        items, used = self._plan_state(conn, dataset)
+        index = _plan.next_item(items, used, dataset.interaction, query_key, events_text)
+        if index < 0:
+            spent = self._spending(conn, dataset)
+            raise LedgerBudgetError(
+                f"privacy budget of dataset {dataset.name!r} is used up: all {len(items)} "
+                f"planned releases were made (spent epsilon = {spent.epsilon:.6g} of "
+                f"{dataset.budget_epsilon:g}); nothing was recorded",
+                dataset=dataset.name, spent=spent.epsilon, budget_epsilon=dataset.budget_epsilon,
+                budget_delta=dataset.budget_delta, would_spend=math.inf)
+        return index
+
+    def _refuse_over_cap(self, conn, dataset: Dataset, analyst: str, cap, events: tuple,
+                         guarantee: str) -> None:
+        """:class:`LedgerBudgetError` if the analyst's releases plus this one
+        exceed the analyst's cap."""
+        total = self._analyst_spending(conn, dataset, analyst, cap, events, guarantee)
+        if total.admitted:
+            return
+        spent = self._analyst_spending(conn, dataset, analyst, cap)
+        raise LedgerBudgetError(
+            f"analyst {analyst!r}'s cap on dataset {dataset.name!r} (epsilon {cap[0]:g}, delta "
+            f"{cap[1]:g}) exceeded: {total.message} (their spent epsilon {spent.epsilon:.6g}, "
+            f"remaining {max(0.0, cap[0] - spent.epsilon):.6g}); nothing was recorded or computed",
+            dataset=dataset.name, spent=spent.epsilon, budget_epsilon=cap[0],
+            budget_delta=cap[1], would_spend=total.epsilon)
+
+    def _charge_or_refuse(self, conn, dataset: Dataset, events: tuple,
+                          guarantee: str) -> Spending:
+        """Spending of the history plus this release, or :class:`LedgerBudgetError`
+        naming the binding constraint and what remains."""
+        total = self._spending(conn, dataset, events, guarantee)
+        if total.admitted:
+            return total
+        spent = self._spending(conn, dataset)
+        remaining = max(0.0, dataset.budget_epsilon - spent.epsilon)
+        raise LedgerBudgetError(
+            f"privacy budget of dataset {dataset.name!r} exceeded: {total.message} "
+            f"(spent epsilon {spent.epsilon:.6g}, delta {spent.delta:.3g}; remaining epsilon "
+            f"{remaining:.6g} of {dataset.budget_epsilon:g}, delta budget "
+            f"{dataset.budget_delta:g}); nothing was recorded or computed",
+            dataset=dataset.name, spent=spent.epsilon, budget_epsilon=dataset.budget_epsilon,
+            budget_delta=dataset.budget_delta, would_spend=total.epsilon)
+
+    def _stage(self, stage: str) -> None:
+        """Test seam: called at "begun", "checked" (inside the charging
+        transaction), "charged", "computed", "finishing" (inside the result
+        transaction) and "committed". No-op."""
+

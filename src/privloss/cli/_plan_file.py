@@ -1,0 +1,170 @@
+"""Plan files for ``privloss ledger create --interaction adaptive|setwise --plan FILE``.
+
+A plan lists the releases that will be made, before any of them is made
+(TOML or JSON, by the file's ending; JSON may be a bare array)::
+
+    # plan.toml: one [[release]] table per planned release, in order
+    [[release]]
+    command = "topk"                 # topk | histogram
+    algorithm = "unknown-gumbel"     # topk: the --algorithm; histogram: noise = "laplace"|"gaussian"
+    epsilon = 0.1
+    delta = 1e-7
+    k = 10
+    l0 = 5
+    d_bar = 50
+
+    [[release]]
+    command = "histogram"
+    noise = "laplace"
+    epsilon = 0.05
+    l0 = 5
+    domain_size = 6                  # a known domain (--domain) of 6 labels
+
+A release then matches an item when it was asked with exactly those flags
+(``--linf`` defaults to 1, ``--delta`` to 0) and so spends exactly the item's
+events. ``events = [{type = "PureDP", epsilon = 0.1}]`` plans a release made
+through the Python API instead (its events, in the ledger's JSON form).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tomllib
+
+from privloss.cli._common import CommandError
+
+__all__ = ["read_plan_file", "plan_item", "l0_sensitivity", "MAX_PLAN_BYTES"]
+
+#: largest plan file read
+MAX_PLAN_BYTES = 1 << 20
+_FIELDS = {"command", "algorithm", "noise", "epsilon", "delta", "k", "l0", "linf", "d_bar",
+           "domain_size", "events"}
+#: fields a CLI release's query key must equal (the rest only shape the events)
+_MATCHED = ("command", "algorithm", "epsilon", "delta", "k", "l0", "linf", "d_bar")
+
+
+def l0_sensitivity(l0: int | None, domain_size: int | None) -> int | None:
+    """The l0 the noise is scaled for: ``min(--l0, domain size)`` with a known
+    domain (a user touches at most every listed item, and at most ``l0`` items
+    after bounding), else ``--l0`` (None: unbounded)."""
+    if domain_size is None:
+        return l0
+    return domain_size if l0 is None else min(l0, domain_size)
+
+
+def _read_text(path: str) -> str:
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        raise CommandError(f"--plan: cannot read {path!r}: {error.strerror}") from error
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise CommandError(f"--plan: {path!r} is not a regular file")
+        if status.st_size > MAX_PLAN_BYTES:
+            raise CommandError(f"--plan: {path!r} is larger than {MAX_PLAN_BYTES} bytes")
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            data = handle.read(MAX_PLAN_BYTES + 1)
+    finally:
+        os.close(descriptor)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise CommandError(f"--plan: {path!r} is not UTF-8 text") from error
+
+
+def _parse(path: str, text: str) -> list:
+    try:
+        if path.lower().endswith(".json"):
+            value = json.loads(text)
+        else:
+            value = tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as error:
+        raise CommandError(f"--plan: {path!r} is not valid "
+                           f"{'JSON' if path.lower().endswith('.json') else 'TOML'}: {error}") \
+            from None
+    if isinstance(value, dict):
+        value = value.get("release")
+    if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
+        raise CommandError(f"--plan: {path!r} must list releases as [[release]] tables "
+                           f"(TOML) or a JSON array of objects")
+    return value
+
+
+def plan_item(fields: dict, interaction: str, number: int):
+    """The :class:`~privloss.analytics.ledger.PlanItem` of one planned release."""
+    from privloss.analytics._serialize import events_from_text
+    from privloss.analytics.ledger import PlanItem
+
+    where = f"--plan: release #{number}"
+    unknown = sorted(set(fields) - _FIELDS)
+    if unknown:
+        raise CommandError(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: "
+                           f"{', '.join(sorted(_FIELDS))}")
+    if "events" in fields:
+        if set(fields) != {"events"}:
+            raise CommandError(f"{where}: 'events' plans a Python release and goes alone")
+        try:
+            return PlanItem(events_from_text(json.dumps(fields["events"])))
+        except (ValueError, TypeError) as error:
+            raise CommandError(f"{where}: bad events: {error}") from None
+    command = fields.get("command")
+    if command not in ("topk", "histogram"):
+        raise CommandError(f"{where}: command must be 'topk' or 'histogram', got {command!r}")
+    domain_size = fields.get("domain_size")
+    algorithm = _algorithm(fields, command, domain_size, where)
+    spec = _spec(algorithm)
+    arguments = dict(epsilon=fields.get("epsilon"), delta=fields.get("delta", 0.0),
+                     k=fields.get("k"),
+                     l0_sensitivity=l0_sensitivity(fields.get("l0"), domain_size),
+                     linf_sensitivity=fields.get("linf", 1), d_bar=fields.get("d_bar"),
+                     known_domain=domain_size is not None, domain_size=domain_size,
+                     interaction=interaction)
+    if arguments["epsilon"] is None:
+        raise CommandError(f"{where}: epsilon is required")
+    try:
+        events = spec.events(**arguments)
+    except (ValueError, TypeError) as error:
+        raise CommandError(f"{where}: {error}") from None
+    match = {"command": command, "algorithm": algorithm}
+    match.update({key: fields[key] for key in _MATCHED if key in fields and key not in match})
+    match.setdefault("delta", 0.0)
+    match.setdefault("linf", 1)
+    return PlanItem(events, match)
+
+
+def _algorithm(fields: dict, command: str, domain_size, where: str) -> str:
+    if command == "histogram":
+        if "algorithm" in fields:
+            raise CommandError(f"{where}: a histogram takes noise = 'laplace' or 'gaussian', "
+                               f"not an algorithm")
+        from privloss.cli.histogram import algorithm_for
+        noise = fields.get("noise", "laplace")
+        if noise not in ("laplace", "gaussian"):
+            raise CommandError(f"{where}: noise must be 'laplace' or 'gaussian', got {noise!r}")
+        return algorithm_for(noise, domain_size is not None)
+    if "noise" in fields:
+        raise CommandError(f"{where}: noise is for histograms; a top-k takes an algorithm")
+    return fields.get("algorithm") or ("known-gumbel" if domain_size is not None
+                                       else "unknown-gumbel")
+
+
+def _spec(algorithm: str):
+    from privloss.analytics.algorithms import ALGORITHMS, KNOWN_GAUSSIAN
+    if algorithm == KNOWN_GAUSSIAN.name:
+        return KNOWN_GAUSSIAN
+    if algorithm not in ALGORITHMS:
+        raise CommandError(f"--plan: unknown algorithm {algorithm!r}; known: "
+                           f"{', '.join(ALGORITHMS)}")
+    return ALGORITHMS[algorithm]
+
+
+def read_plan_file(path: str, interaction: str) -> tuple:
+    """Every planned release of a plan file, as PlanItems (CommandError: exit 2)."""
+    entries = _parse(path, _read_text(path))
+    if not entries:
+        raise CommandError(f"--plan: {path!r} lists no releases")
+    return tuple(plan_item(entry, interaction, number)
+                 for number, entry in enumerate(entries, start=1))

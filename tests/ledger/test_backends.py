@@ -1,0 +1,169 @@
+"""One contract, every ledger backend: SQLite (a file) and PostgreSQL (a real
+server the tests start). Each backend class provides ``new_location()``; the
+contract is the same release protocol, plans, refusals, integrity and races."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+
+import pytest
+
+from privloss.analytics.ledger import (Ledger, LedgerBudgetError, LedgerIntegrityError,
+                                       LedgerPlanError, PlanItem)
+from privloss.events import ApproxDP, BoundedRange, Laplace, PureDP
+from tests.postgres_server import PostgresServer, skip_reason
+
+
+def _race(location: str, index: int, barrier) -> str:
+    ledger = Ledger(location, create=False)
+    barrier.wait()
+    try:
+        ledger.release("d", {"worker": index}, lambda: index, [PureDP(0.1)])
+        return "ok"
+    except LedgerBudgetError:
+        return "refused"
+
+
+class LedgerContract:
+    """Every backend inherits these tests."""
+
+    def new_location(self) -> str:
+        raise NotImplementedError
+
+    def edit(self, location: str, sql: str) -> None:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def ledger(self):
+        return Ledger(self.new_location())
+
+    def test_create_release_repeat_refuse(self, ledger):
+        shown = ledger.create_dataset("d", epsilon=1.0, delta=1e-6)
+        assert shown["interaction"] == "fully-adaptive" and shown["releases"] == 0
+        events = [BoundedRange(0.05, count=2), Laplace(20.0, count=2)]
+        receipt = ledger.release_with_receipt("d", {"q": 1}, lambda: {"x": 0.1 + 0.2}, events)
+        assert receipt.result == {"x": 0.30000000000000004} and not receipt.cached
+        again = ledger.release_with_receipt("d", {"q": 1}, lambda: 1 / 0, events)
+        assert again.cached and again.result == receipt.result
+        ledger.release("d", {"q": 2}, lambda: 2, [PureDP(0.7)])
+        with pytest.raises(LedgerBudgetError, match="budget"):
+            ledger.release("d", {"q": 3}, lambda: 1 / 0, [PureDP(0.5)])
+        rows = ledger.history("d")
+        assert [row["status"] for row in rows] == ["done", "done"]
+        assert ledger.events("d") == tuple(events) + (PureDP(0.7),)
+
+    def test_failed_computation_is_charged(self, ledger):
+        ledger.create_dataset("d", epsilon=1.0)
+        with pytest.raises(ZeroDivisionError):
+            ledger.release("d", "q", lambda: 1 / 0, [PureDP(0.4)])
+        shown = ledger.show("d")
+        assert shown["failed"] == 1 and shown["spent_epsilon"] == pytest.approx(0.4)
+
+    def test_plans(self, ledger):
+        plan = [PlanItem([PureDP(0.3)], {"q": "a"}), PlanItem([ApproxDP(0.2, 1e-8)], {"q": "b"})]
+        ledger.create_dataset("d", epsilon=1.0, delta=1e-6, interaction="adaptive", plan=plan)
+        with pytest.raises(LedgerPlanError, match="#1"):
+            ledger.release("d", {"q": "b"}, lambda: 0, [ApproxDP(0.2, 1e-8)])
+        assert ledger.release_with_receipt("d", {"q": "a"}, lambda: 0, [PureDP(0.3)]).plan_item == 0
+        assert [item["used"] for item in ledger.show("d")["plan"]] == [True, False]
+        with pytest.raises(LedgerPlanError, match="does not fit"):
+            ledger.create_dataset("e", epsilon=0.1, interaction="setwise", plan=plan)
+
+    def test_reopened_ledger_keeps_everything(self):
+        location = self.new_location()
+        Ledger(location).create_dataset("d", epsilon=2.0)
+        Ledger(location, create=False).release("d", "q", lambda: [1, 2], [PureDP(0.5)])
+        again = Ledger(location, create=False)
+        assert again.datasets() == ["d"] and again.history("d")[0]["result"] == [1, 2]
+
+    def test_deleted_release_is_detected(self):
+        location = self.new_location()
+        ledger = Ledger(location)
+        ledger.create_dataset("d", epsilon=1.0)
+        for index in range(3):
+            ledger.release("d", index, lambda: index, [PureDP(0.3)])
+        self.edit(location, "DELETE FROM releases WHERE id = (SELECT max(id) FROM releases)")
+        with pytest.raises(LedgerIntegrityError, match="release"):
+            Ledger(location, create=False)
+        with pytest.raises(LedgerIntegrityError):
+            ledger.release("d", "again", lambda: 0, [PureDP(0.3)])
+
+    def test_budget_edit_is_detected(self):
+        location = self.new_location()
+        Ledger(location).create_dataset("d", epsilon=1.0)
+        self.edit(location, "UPDATE datasets SET budget_epsilon = 1000000")
+        with pytest.raises(LedgerIntegrityError, match="budget record"):
+            Ledger(location, create=False)
+
+    def test_threads_never_overspend(self, ledger):
+        ledger.create_dataset("d", epsilon=1.0)
+        barrier = threading.Barrier(12)
+        outcomes = []
+
+        def worker(index):
+            barrier.wait()
+            try:
+                ledger.release("d", f"q{index}", lambda: index, PureDP(0.1))
+                outcomes.append("ok")
+            except LedgerBudgetError:
+                outcomes.append("refused")
+
+        threads = [threading.Thread(target=worker, args=(index,)) for index in range(12)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert outcomes.count("ok") == 10 and ledger.show("d")["releases"] == 10
+
+    def test_processes_never_overspend(self):
+        location = self.new_location()
+        Ledger(location).create_dataset("d", epsilon=1.0)
+        context = multiprocessing.get_context("spawn")
+        with context.Manager() as manager:
+            barrier = manager.Barrier(16)
+            with context.Pool(16) as pool:
+                outcomes = pool.starmap(_race, [(location, index, barrier)
+                                                for index in range(16)])
+        assert outcomes.count("ok") == 10
+        assert Ledger(location, create=False).show("d")["releases"] == 10
+
+
+class TestSqliteLedger(LedgerContract):
+    @pytest.fixture(autouse=True)
+    def _folder(self, tmp_path):
+        self._tmp = tmp_path
+        self._count = 0
+
+    def new_location(self) -> str:
+        self._count += 1
+        return str(self._tmp / f"ledger{self._count}.sqlite")
+
+    def edit(self, location: str, sql: str) -> None:
+        import sqlite3
+        with sqlite3.connect(location) as conn:
+            conn.execute(sql)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    with PostgresServer() as server:
+        yield server
+
+
+class TestPostgresLedger(LedgerContract):
+    @pytest.fixture(autouse=True)
+    def _server(self, postgres_server):
+        self._server = postgres_server
+
+    def new_location(self) -> str:
+        return self._server.new_database()
+
+    def edit(self, location: str, sql: str) -> None:
+        import psycopg
+        with psycopg.connect(location, autocommit=True) as conn:
+            conn.execute("SET search_path TO privloss")
+            conn.execute(sql)
