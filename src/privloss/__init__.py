@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     # the high-level analytics API (privloss.topk(...), privloss.plan(...))
+    "privloss.analytics.aggregate.api": ("aggregate",),
     "privloss.analytics.api": ("histogram", "topk"),
     "privloss.analytics.planning": ("max_epsilon", "plan"),
     "privloss.accounting": (

@@ -2,6 +2,8 @@
 
 import pytest
 
+from tests._rows import write_rows
+
 pytest.importorskip("duckdb")
 
 import privloss  # noqa: E402
@@ -20,15 +22,8 @@ def _key(monkeypatch):
 @pytest.fixture()
 def rows(tmp_path):
     """Item a: 300 users, b: 200, c: 3."""
-    lines = ["user,item"]
-    for user in range(300):
-        lines.append(f"u{user},a")
-        if user < 200:
-            lines.append(f"u{user},b")
-        if user < 3:
-            lines.append(f"u{user},c")
     path = tmp_path / "rows.csv"
-    path.write_text("\n".join(lines) + "\n")
+    write_rows(path, {"a": 300, "b": 200, "c": 3})
     return path
 
 

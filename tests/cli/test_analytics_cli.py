@@ -8,20 +8,14 @@ import pytest
 pytest.importorskip("duckdb")
 
 from privloss.cli.main import main  # noqa: E402
+from tests._rows import write_rows  # noqa: E402
 
 
 @pytest.fixture()
 def data(tmp_path):
     """Small (user, item) CSV: item a is used by 60 users, b by 40, c by 3."""
-    lines = ["user,item"]
-    for user in range(60):
-        lines.append(f"u{user},a")
-        if user < 40:
-            lines.append(f"u{user},b")
-        if user < 3:
-            lines.append(f"u{user},c")
     path = tmp_path / "rows.csv"
-    path.write_text("\n".join(lines) + "\n")
+    write_rows(path, {"a": 60, "b": 40, "c": 3})
     domain = tmp_path / "domain.txt"
     domain.write_text("a\nb\nc\nd\n")
     return path, domain

@@ -10,17 +10,13 @@ import pytest
 pytest.importorskip("duckdb")
 
 from privloss.cli.main import main  # noqa: E402
+from tests._rows import write_rows  # noqa: E402
 
 
 @pytest.fixture()
 def data(tmp_path):
-    lines = ["user,item"]
-    for user in range(60):
-        lines.append(f"u{user},a")
-        if user < 40:
-            lines.append(f"u{user},b")
     path = tmp_path / "rows.csv"
-    path.write_text("\n".join(lines) + "\n")
+    write_rows(path, {"a": 60, "b": 40})
     domain = tmp_path / "domain.txt"
     domain.write_text("a\nb\nc\n")
     return path, domain

@@ -65,7 +65,7 @@ class LedgerContract:
         ledger.create_dataset("d", epsilon=1.0, delta=1e-6, interaction="adaptive", plan=plan)
         with pytest.raises(LedgerPlanError, match="#1"):
             ledger.release("d", {"q": "b"}, lambda: 0, [ApproxDP(0.2, 1e-8)])
-        assert ledger.release_with_receipt("d", {"q": "a"}, lambda: 0, [PureDP(0.3)]).plan_item == 0
+        assert ledger.release_with_receipt("d", {"q": "a"}, lambda: 0, [PureDP(0.3)]).plan_item == 1
         assert [item["used"] for item in ledger.show("d")["plan"]] == [True, False]
         with pytest.raises(LedgerPlanError, match="does not fit"):
             ledger.create_dataset("e", epsilon=0.1, interaction="setwise", plan=plan)

@@ -576,3 +576,33 @@ def test_paths_with_spaces_and_unicode(tmp_path):
     path.parent.mkdir()
     Ledger(path).create_dataset("d", epsilon=1.0)
     assert Ledger(str(path), create=False).datasets() == ["d"]
+
+
+def test_one_ledger_shared_by_threads_reading_and_releasing(ledger):
+    """A read on an older snapshot must not take the newer verified cache of
+    another thread for a deleted release (found by the service's load test:
+    false "changed or vanished after it was verified" refusals)."""
+    import random
+    import time
+    ledger.create_dataset("d", epsilon=1e6)
+    failures = []
+
+    def worker(index):
+        rng = random.Random(index)
+        for step in range(15):
+            try:
+                ledger.release("d", f"{index}-{step}",
+                               lambda: time.sleep(rng.uniform(0, 0.01)) or step, PureDP(0.001),
+                               analyst=f"a{index % 3}")
+                ledger.show("d", analyst=f"a{index % 3}")
+                ledger.history("d")
+            except LedgerError as error:
+                failures.append(str(error))
+
+    threads = [threading.Thread(target=worker, args=(index,)) for index in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert ledger.show("d")["releases"] == 16 * 15

@@ -95,8 +95,8 @@ def test_adaptive_plan_is_used_in_order_and_off_plan_releases_change_nothing(led
             ledger.release("d", key, compute, events)
     assert Refuse.calls == 0 and snapshot(ledger) == before
     first = ledger.release_with_receipt("d", {"q": "a"}, lambda: 1, [PureDP(0.3)])
-    assert first.plan_item == 0
-    assert ledger.release_with_receipt("d", {"q": "b"}, lambda: 2, [BoundedRange(0.2)]).plan_item == 1
+    assert first.plan_item == 1
+    assert ledger.release_with_receipt("d", {"q": "b"}, lambda: 2, [BoundedRange(0.2)]).plan_item == 2
     with pytest.raises(LedgerBudgetError, match="all 2 planned releases were made"):
         ledger.release("d", {"q": "c"}, compute, [PureDP(0.01)])
     shown = ledger.show("d")
@@ -108,11 +108,11 @@ def test_adaptive_plan_is_used_in_order_and_off_plan_releases_change_nothing(led
 def test_setwise_plan_items_are_used_in_any_order(ledger):
     plan = [PlanItem([PureDP(0.3)]), PlanItem([BoundedRange(0.2)]), PlanItem([PureDP(0.3)])]
     ledger.create_dataset("d", epsilon=1.0, interaction="setwise", plan=plan)
-    assert ledger.release_with_receipt("d", 1, lambda: 1, [BoundedRange(0.2)]).plan_item == 1
-    assert ledger.release_with_receipt("d", 2, lambda: 1, [PureDP(0.3)]).plan_item == 0
+    assert ledger.release_with_receipt("d", 1, lambda: 1, [BoundedRange(0.2)]).plan_item == 2
+    assert ledger.release_with_receipt("d", 2, lambda: 1, [PureDP(0.3)]).plan_item == 1
     with pytest.raises(LedgerPlanError, match="matches no unused item"):
         ledger.release("d", 3, Refuse(), [BoundedRange(0.2)])
-    assert ledger.release_with_receipt("d", 4, lambda: 1, [PureDP(0.3)]).plan_item == 2
+    assert ledger.release_with_receipt("d", 4, lambda: 1, [PureDP(0.3)]).plan_item == 3
 
 
 def test_a_failed_release_uses_its_plan_item(ledger):

@@ -4,6 +4,7 @@ the receipt, small helpers."""
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 from typing import Any, NamedTuple
 
@@ -35,7 +36,8 @@ class Receipt(NamedTuple):
     spent_epsilon: float
     bound: str
     time: str
-    #: index of the plan item the release used (None without a plan)
+    #: number (1-based, as ``show``/``history`` list them) of the plan item the
+    #: release used (None without a plan)
     plan_item: int | None = None
 
 
@@ -109,7 +111,17 @@ def _identity(value):
 
 
 def _guarantee_text(events) -> str:
+    """The stored JSON of one release's guarantee (cached: a dry run and the
+    release itself, or repeated releases of one query shape, compute it once)."""
+    from privloss.analytics._serialize import events_to_text
+    return _guarantee_of_text(events_to_text(events))
+
+
+@functools.lru_cache(maxsize=1024)
+def _guarantee_of_text(events_text: str) -> str:
+    # keyed by the exact JSON of the events (bit for bit), never by equality of floats
     from privloss.accounting.fully_adaptive import release_guarantee
-    return json.dumps(release_guarantee(events).to_dict())
+    from privloss.analytics._serialize import events_from_text
+    return json.dumps(release_guarantee(events_from_text(events_text)).to_dict())
 
 

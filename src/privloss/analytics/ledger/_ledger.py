@@ -89,7 +89,16 @@ class Ledger(ReleaseProtocol):
         records: the accounting uses nothing else. Raises
         :class:`LedgerIntegrityError` naming the first bad record."""
         with self._lock:
-            state = verify(conn, self.path, name, self._verified.get(name))
+            cached = self._verified.get(name)
+            if cached is not None:
+                present = conn.execute("SELECT count(*) FROM releases WHERE dataset = ?",
+                                       (name,)).fetchone()[0]
+                if present < cached.count:
+                    # this connection reads an older snapshot than one another thread
+                    # verified (releases are append-only, so it is a prefix): verify
+                    # this snapshot on its own; the cache stays the newest
+                    return verify(conn, self.path, name, None)
+            state = verify(conn, self.path, name, cached)
             self._verified[name] = state
             return state
 
@@ -140,7 +149,8 @@ class Ledger(ReleaseProtocol):
             except (ValueError, TypeError, KeyError) as error:
                 raise LedgerError(f"ledger {self.path} holds a release guarantee that cannot "
                                   f"be read ({error}); refusing to account with it") from error
-            return list(parsed)
+            # the history as this connection's snapshot sees it (a prefix of the cache)
+            return parsed[:len(state.guarantees)]
 
     def _spending(self, conn, dataset: Dataset, extra_events=(), extra_guarantee=None, *,
                   with_delta: bool = False) -> Spending:
@@ -365,7 +375,7 @@ class Ledger(ReleaseProtocol):
     def _receipt(row, *, cached: bool, decode) -> Receipt:
         release_id, text, spent, bound, time, plan_item = row
         return Receipt(decode(result_from_text(text)), cached, release_id, spent, bound, time,
-                       plan_item)
+                       None if plan_item is None else plan_item + 1)
 
     def would_admit(self, name: str, query_key, events, *, analyst: str | None = None,
                     analyst_budget=None) -> dict:

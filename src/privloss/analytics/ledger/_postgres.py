@@ -37,7 +37,7 @@ import contextlib
 import urllib.parse
 
 from ._errors import LedgerError
-from ._store import SCHEMA, SCHEMA_VERSION
+from ._store import SCHEMA, SCHEMA_VERSION, explicit_transaction
 
 __all__ = ["PostgresStore", "is_postgres_url", "POSTGRES_SCHEMA"]
 
@@ -139,18 +139,10 @@ class PostgresStore:
     def transaction(conn, *, write: bool):
         """Writes: BEGIN and the ledger's advisory lock (one writer at a time, as
         SQLite); reads: one REPEATABLE READ snapshot. ROLLBACK on any exception."""
-        if write:
-            conn.execute("BEGIN")
-            conn.execute("SELECT pg_advisory_xact_lock(?)", (_WRITE_LOCK,))
-        else:
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        try:
+        begin = (["BEGIN", ("SELECT pg_advisory_xact_lock(?)", (_WRITE_LOCK,))] if write
+                 else ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"])
+        with explicit_transaction(conn, begin):
             yield
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
     def translate(self, error) -> LedgerError:
         psycopg = self._psycopg()

@@ -146,7 +146,7 @@ class ReleaseProtocol:
         self._finish(release_id, "done", result_text)
         self._stage("committed")
         return Receipt(decode(result_from_text(result_text)), False, release_id, spent.epsilon,
-                       spent.bound, time, plan_item)
+                       spent.bound, time, None if plan_item is None else plan_item + 1)
 
     def _insert_pending(self, conn, name: str, key: str, events_text: str, guarantee: str,
                         plan_item, spent: Spending, time: str, analyst: str | None) -> int:

@@ -92,6 +92,24 @@ SCHEMA = (
 )
 
 
+@contextlib.contextmanager
+def explicit_transaction(conn, begin):
+    """Run the ``begin`` statements, then COMMIT on success or ROLLBACK on any
+    exception (KeyboardInterrupt included); shared by the SQLite and PostgreSQL stores."""
+    for statement in begin:          # text, or (text, parameters)
+        if isinstance(statement, tuple):
+            conn.execute(*statement)
+        else:
+            conn.execute(statement)
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 def file_id_of(status: os.stat_result) -> str:
     return f"{status.st_dev}:{status.st_ino}"
 
@@ -177,14 +195,8 @@ class LedgerFile:
         """BEGIN (IMMEDIATE for writes: the write lock first, so checks and
         inserts see the same history); COMMIT on success, ROLLBACK on any
         exception (including KeyboardInterrupt)."""
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        try:
+        with explicit_transaction(conn, ["BEGIN IMMEDIATE" if write else "BEGIN"]):
             yield
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
     def translate(self, error: sqlite3.Error) -> LedgerError:
         message = str(error)

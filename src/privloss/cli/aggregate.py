@@ -1,0 +1,145 @@
+"""``privloss aggregate``: DP group-by with counts, sums, means and quantiles."""
+
+from __future__ import annotations
+
+import argparse
+
+from privloss.cli._common import CommandError, print_json
+
+
+def _positive(text: str, name: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise CommandError(f"--{name} must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise CommandError(f"--{name} must be an integer >= 1, got {value}")
+    return value
+
+
+def add_query_flags(parser) -> None:
+    """Flags shared by ``aggregate`` and ``sql``."""
+    parser.add_argument("--privacy-unit", required=True, metavar="COL",
+                        help="column identifying a privacy unit (the protected person)")
+    parser.add_argument("--epsilon", required=True, type=float, help="total epsilon")
+    parser.add_argument("--delta", type=float, default=0.0, help="total delta (default 0)")
+    parser.add_argument("--keys", metavar="FILE", default=None,
+                        help="CSV of public group keys (header: the by columns); released "
+                             "complete. Without: groups above a noisy threshold (needs delta)")
+    parser.add_argument("--max-groups", type=lambda t: _positive(t, "max-groups"), default=1,
+                        help="groups per privacy unit (chosen at random), default 1")
+    parser.add_argument("--max-rows-per-group", type=lambda t: _positive(t, "max-rows-per-group"),
+                        default=1, help="rows per privacy unit and group, default 1")
+    parser.add_argument("--noise", choices=["laplace", "gaussian"], default="laplace")
+    parser.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb",
+                        help="where the bounding runs (same results for the same --seed)")
+    parser.add_argument("--seed", type=int, default=None, help="INSECURE reproducible run")
+    parser.add_argument("--consistent", action="store_true",
+                        help="post-process counts: non-negative integers adding up to a "
+                             "released total (no privacy cost)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="show the cost and accuracy; read and charge nothing")
+    from privloss.cli.ledger import add_ledger_flags
+    add_ledger_flags(parser)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "aggregate", help="private group-by: counts, sums, means, quantiles",
+        description="Private group-by with per-unit contribution bounding inside DuckDB.",
+        epilog="example:\n  privloss aggregate orders.csv --privacy-unit CustomerID --by Country "
+               "--count --mean Price:0:100 --epsilon 1 --delta 1e-6 --max-rows-per-group 5",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data", metavar="DATA", help="CSV / Parquet file")
+    parser.add_argument("--by", required=True, help="group-by column(s), comma separated")
+    parser.add_argument("--count", action="store_true", help="rows per group")
+    parser.add_argument("--count-distinct", action="store_true",
+                        help="privacy units per group")
+    parser.add_argument("--sum", action="append", default=[], metavar="COL:LOW:HIGH")
+    parser.add_argument("--mean", action="append", default=[], metavar="COL:LOW:HIGH")
+    parser.add_argument("--quantile", action="append", default=[], metavar="COL:LOW:HIGH:Q[,Q]")
+    add_query_flags(parser)
+    parser.set_defaults(handler=run)
+
+
+def _aggregations(args) -> list:
+    from privloss.analytics.aggregate.spec import Aggregation, parse_value_spec
+    out = []
+    if args.count:
+        out.append(Aggregation("count"))
+    if args.count_distinct:
+        out.append(Aggregation("count_distinct"))
+    for kind in ("sum", "mean", "quantile"):
+        out += [parse_value_spec(kind, text) for text in getattr(args, kind)]
+    if not out:
+        raise ValueError("give at least one of --count, --count-distinct, --sum, --mean, "
+                         "--quantile")
+    return out
+
+
+def run_query(args, data, by, aggregations) -> int:
+    """Dry run or release of a checked query; prints the result."""
+    from privloss.analytics.aggregate.api import aggregate, plan_aggregate
+    from privloss.analytics.aggregate.keys import read_keys_file
+    from privloss.analytics.errors import ComputationFailed
+    from privloss.cli.ledger import ledger_errors, open_ledger_from_args
+
+    with ledger_errors():
+        keys = None if args.keys is None else read_keys_file(args.keys, tuple(by))
+        parameters = dict(privacy_unit=args.privacy_unit, by=by, aggregations=aggregations,
+                          epsilon=args.epsilon, delta=args.delta, keys=keys,
+                          max_groups=args.max_groups,
+                          max_rows_per_group=args.max_rows_per_group, noise=args.noise)
+        if args.dry_run:
+            ledger = open_ledger_from_args(args)
+            planned = plan_aggregate(ledger=ledger, dataset=args.dataset if ledger else None,
+                                     **parameters)
+            if args.json:
+                print_json(planned)
+            else:
+                _print_plan(planned)
+            return 0
+        ledger = open_ledger_from_args(args)
+    try:
+        with ledger_errors():
+            release = aggregate(data, ledger=ledger, dataset=args.dataset if ledger else None,
+                                seed=args.seed, consistent=args.consistent,
+                                engine=args.engine, **parameters)
+    except ComputationFailed as error:
+        raise CommandError(str(error)) from None
+    if args.json:
+        print_json(release.to_dict())
+        return 0
+    print("\t".join([*by, *release.columns]))
+    for row in release.rows:
+        print("\t".join([*map(str, row["group"]),
+                         *(f"{row['values'][c]:.6g}" for c in release.columns)]))
+    print(f"# epsilon spent {release.spent.get('epsilon'):.6g}; 95% intervals with --json")
+    return 0
+
+
+def _print_plan(planned: dict) -> None:
+    print("dry run: aggregate (nothing was read, charged or computed)")
+    for m in planned["measurements"]:
+        width = m.get("ci95_half_width", m.get("ci95_rank_error"))
+        print(f"  {m['measurement']:<28} epsilon alone {m['epsilon_alone']:.6g}; "
+              f"{m['step']}; 95% half-width {width:.6g}")
+    g = planned["guarantee"]
+    print(f"  guarantee epsilon = {g['epsilon']:.10g} at delta = {g['delta']:g} "
+          f"(bound: {g['bound']})")
+    if planned["threshold"] is not None:
+        print(f"  groups released when their noisy distinct count >= {planned['threshold']}")
+    if planned["ledger"] is not None:
+        ledger = planned["ledger"]
+        print(f"  ledger {ledger['dataset']}: {'fits' if ledger['fits'] else 'does NOT fit'}"
+              + (f" ({ledger['reason']})" if ledger["reason"] else ""))
+
+
+def run(args) -> int:
+    from privloss.cli.ledger import ledger_errors
+
+    with ledger_errors():
+        aggregations = _aggregations(args)
+    by = [name.strip() for name in args.by.split(",") if name.strip()]
+    return run_query(args, args.data, by, aggregations)

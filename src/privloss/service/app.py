@@ -1,0 +1,224 @@
+"""The FastAPI application: :func:`create_app`.
+
+Definition
+----------
+``/v1`` is the JSON API (:mod:`privloss.service.routes`), ``/`` the dashboard
+(:mod:`privloss.service.dashboard`), ``/openapi.json`` the schema.  Around
+every request, outermost first: the audit record (one JSON line whatever the
+outcome, :mod:`privloss.service.audit`), the body limit (413 past
+``max_body_bytes``, counted while reading, so a chunked body cannot
+bypass it), then authentication and the per-analyst rate limit inside the
+routes.  Every error is a JSON object ``{"error": message, "status": code,
+"field": ..., "value": ...}``; an unexpected exception becomes a 500 with a
+fixed message and an id that names the server log record (never a traceback).
+
+Status codes: 401 no or bad token; 403 dataset or column not granted (an
+unknown dataset is also 403, so dataset names do not leak); 413 body too
+large; 422 bad parameters (naming field, value and allowed range); 409 the
+budget, an analyst's cap or the plan refuses (naming the binding
+constraint); 429 rate limit; 503 the ledger is damaged or unavailable, or the
+computation failed after the charge (the charge stays: a free failure would be
+an oracle).
+
+Privacy guarantee
+-----------------
+See :mod:`privloss.service`: only DP outputs, public parameters and budget
+figures leave.
+
+Runtime
+-------
+Routes that touch the ledger or the data run in the server's thread pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from privloss.service.audit import AuditLog
+from privloss.service.auth import TokenStore
+from privloss.service.ratelimit import RateLimiter
+
+__all__ = ["create_app", "ServiceError", "ServiceState"]
+
+LOGGER = logging.getLogger("privloss.service")
+
+
+class ServiceError(Exception):
+    """An error answered to the client as ``status`` with a JSON body."""
+
+    def __init__(self, status: int, message: str, *, field: str | None = None, value=None,
+                 outcome: str | None = None, headers: dict | None = None):
+        super().__init__(message)
+        self.status, self.message, self.field, self.value = status, message, field, value
+        self.outcome = outcome or f"error-{status}"
+        self.headers = headers
+
+
+@dataclass
+class ServiceState:
+    config: object
+    tokens: TokenStore
+    audit: AuditLog
+    limiter: RateLimiter
+    failures: RateLimiter
+    _local: threading.local = field(default_factory=threading.local)
+
+    @property
+    def ledger(self):
+        """This thread's own ``Ledger`` on the configured store.  One instance
+        per thread: a Ledger shared by threads was seen to refuse with a false
+        integrity error (its verified-records cache raced with a release
+        finishing; reproduced with 30 threads); separate instances are the
+        ledger's tested multi-process case, and the store's lock serialises
+        their charges."""
+        from privloss.analytics.ledger import Ledger
+
+        ledger = getattr(self._local, "ledger", None)
+        if ledger is None:
+            ledger = self._local.ledger = Ledger(self.config.ledger, create=False)
+        return ledger
+
+
+class BodyLimit:
+    """Pure ASGI middleware: 413 for a request body over ``max_bytes`` (by
+    Content-Length, or counted while streaming)."""
+
+    def __init__(self, app, max_bytes: int):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            return await _too_large(self.max_bytes, scope, send)
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                return await _too_large(self.max_bytes, scope, send)
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+        return await self.app(scope, replay, send)
+
+
+async def _too_large(limit: int, scope, send):
+    response = JSONResponse({"error": f"request body larger than {limit} bytes",
+                             "status": 413}, status_code=413)
+    scope.setdefault("state", {})["audit"] = {"outcome": "body-too-large"}
+    await response(scope, None, send)
+
+
+def _error_response(status: int, message: str, field=None, value=None, headers=None):
+    body = {"error": message, "status": status}
+    if field is not None:
+        body["field"] = field
+        body["value"] = _shown(value)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _shown(value):
+    """The offending input as shown back: JSON-safe (NaN as text) and short."""
+    import json
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return repr(value)[:200]
+    return value if len(text) <= 200 else text[:200] + "..."
+
+
+def create_app(config) -> FastAPI:
+    """The service for a checked :class:`~privloss.service.config.ServiceConfig`.
+    Creates the ledger (if missing) and its datasets (the current windows)."""
+    from privloss.analytics.ledger import Ledger
+    from privloss.service import dashboard, routes, sql_route
+    from privloss.service.queries import ensure_dataset
+
+    ledger = Ledger(config.ledger)
+    for dataset in config.datasets.values():
+        ensure_dataset(ledger, dataset)
+    state = ServiceState(config=config, tokens=TokenStore(config.tokens),
+                         audit=AuditLog(config.audit_log),
+                         limiter=RateLimiter(config.rate, config.burst),
+                         failures=RateLimiter(max(1.0, config.rate), max(5, config.burst)))
+    app = FastAPI(title="privloss query service", version="1",
+                  description="Differentially private top-k and histograms over datasets you "
+                              "cannot see, charged to budgets you cannot bypass.",
+                  docs_url=None, redoc_url=None)
+    app.state.service = state
+
+    @app.exception_handler(ServiceError)
+    async def service_error(request: Request, error: ServiceError):
+        request.state.outcome = error.outcome
+        return _error_response(error.status, error.message, error.field, error.value,
+                               error.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, error: RequestValidationError):
+        request.state.outcome = "bad-parameters"
+        first = error.errors()[0] if error.errors() else {}
+        location = [str(part) for part in first.get("loc", ()) if part != "body"]
+        field = ".".join(location) or None
+        message = f"{field or 'body'}: {first.get('msg', 'invalid request')}"
+        return _error_response(422, message, field, _shown(first.get("input")))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException):
+        request.state.outcome = f"error-{error.status_code}"
+        return _error_response(error.status_code, str(error.detail))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception):
+        error_id = secrets.token_hex(4)
+        LOGGER.error("privloss service error %s: %s: %s", error_id, type(error).__name__, error)
+        return _error_response(500, f"internal error (error id {error_id})")
+
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+
+    @app.middleware("http")
+    async def audit(request: Request, call_next):
+        started = time.perf_counter()
+        status = 500
+        try:
+            response = await call_next(request)
+            status = response.status_code
+            return response
+        finally:
+            record = getattr(request.state, "audit", None) or {}    # set by the routes
+            state.audit.write(
+                analyst=record.get("analyst"), dataset=record.get("dataset"),
+                parameters=record.get("parameters"), release_id=record.get("release_id"),
+                spent=record.get("spent"),
+                outcome=getattr(request.state, "outcome", None) or record.get("outcome")
+                or ("ok" if status < 400 else f"error-{status}"),
+                status=status, method=request.method, path=request.url.path,
+                client=request.client.host if request.client else None,
+                seconds=round(time.perf_counter() - started, 6))
+
+    app.include_router(routes.router)
+    app.include_router(sql_route.router)
+    app.include_router(dashboard.router)
+    dashboard.mount_static(app)
+    return app

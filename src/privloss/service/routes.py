@@ -1,0 +1,267 @@
+"""The JSON API under ``/v1`` (see :mod:`privloss.service.app` for errors).
+
+Definition
+----------
+* ``GET /v1/datasets``: the datasets granted to me, their columns, the
+  dataset's and my remaining budget;
+* ``GET /v1/datasets/{name}/budget``: the same for one dataset;
+* ``GET /v1/datasets/{name}/history``: my releases (never another analyst's),
+  with their receipts and stored answers;
+* ``POST /v1/datasets/{name}/plan``: dry run (``command`` ``topk`` or
+  ``histogram`` and the release's parameters);
+* ``POST /v1/datasets/{name}/topk`` and ``.../histogram``: a release, answered
+  with ``items`` (``item``, ``count``, ``ci95``), ``algorithm``,
+  ``parameters``, ``events``, a ``receipt`` and my ``budget`` afterwards;
+* ``POST /v1/datasets/{name}/sql`` and ``.../sql/plan``: a DP group-by written
+  as SQL (:mod:`privloss.service.sql_route`).
+
+Parameters (JSON body): ``column`` (one of the dataset's declared columns),
+``epsilon``, ``delta``, ``k``, ``l0``, ``linf``, ``d_bar``, ``domain`` (the
+public list of items), ``algorithm`` (top-k) or ``noise`` (histogram),
+``label`` (a name for the question: same parameters and label, the stored
+answer for free).  No SQL, no table name, no privacy-unit column: the service
+builds the query from its configuration.
+
+Privacy guarantee
+-----------------
+Releases are charged before the data is read (:mod:`privloss.service.queries`).
+
+Runtime
+-------
+As :mod:`privloss.service.queries`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from privloss.service.app import LOGGER, ServiceError
+
+__all__ = ["router", "QueryParameters", "PlanParameters", "current_analyst", "call_ledger"]
+
+router = APIRouter(prefix="/v1")
+
+Label = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class QueryParameters(BaseModel):
+    """A release's public parameters (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    column: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    epsilon: float
+    delta: float = 0.0
+    k: int | None = None
+    l0: int | None = None
+    linf: int = 1
+    d_bar: int | None = None
+    domain: list[Label] | None = Field(default=None, max_length=10_000)
+    algorithm: str | None = Field(default=None, max_length=40)
+    noise: str | None = Field(default=None, max_length=40)
+    label: Label | None = None
+
+
+class PlanParameters(QueryParameters):
+    command: Literal["topk", "histogram"] = "topk"
+
+
+def _token_of(request: Request, *, cookie: bool) -> str | None:
+    header = request.headers.get("authorization")
+    if header is not None:
+        scheme, _, token = header.partition(" ")
+        return token.strip() if scheme.lower() == "bearer" else None
+    if cookie:
+        return request.cookies.get("privloss_session")
+    return None
+
+
+def authenticate(request: Request, *, cookie: bool = False):
+    """The analyst (config entry) holding the request's token; 401 / 429."""
+    state = request.app.state.service
+    client = request.client.host if request.client else "?"
+    if not state.failures.available(client):
+        raise ServiceError(429, "too many failed sign-ins from this address; slow down",
+                           outcome="rate-limited-auth",
+                           headers={"Retry-After": str(state.failures.retry_after())})
+    token = _token_of(request, cookie=cookie)
+    name = state.tokens.verify(token) if token else None
+    analyst = state.config.analysts.get(name) if name is not None else None
+    if analyst is None:
+        state.failures.allow(client)
+        raise ServiceError(401, "missing or invalid token (send 'Authorization: Bearer "
+                                "<token>')", outcome="unauthorized",
+                           headers={"WWW-Authenticate": "Bearer"})
+    request.state.audit = {"analyst": analyst.name}
+    if not state.limiter.allow(analyst.name):
+        raise ServiceError(429, f"rate limit: at most {state.config.rate:g} requests per "
+                                f"second (burst {state.config.burst})",
+                           outcome="rate-limited",
+                           headers={"Retry-After": str(state.limiter.retry_after())})
+    return analyst
+
+
+def current_analyst(request: Request):
+    return authenticate(request)
+
+
+def granted_dataset(request: Request, analyst, name: str):
+    """The dataset config if ``analyst`` may query it; 403 otherwise (also for
+    unknown names, so they do not leak)."""
+    request.state.audit["dataset"] = name[:200]
+    dataset = request.app.state.service.config.datasets.get(name)
+    if dataset is None or name not in analyst.datasets:
+        raise ServiceError(403, f"dataset {name[:64]!r} is not granted to analyst "
+                                f"{analyst.name!r}", outcome="forbidden-dataset")
+    return dataset
+
+
+def call_ledger(function, *args, **kwargs):
+    """Run a ledger / release call, mapping its errors to HTTP statuses."""
+    from privloss.analytics.errors import ComputationFailed
+    from privloss.analytics.ledger import (LedgerBudgetError, LedgerError,
+                                           LedgerIntegrityError, LedgerPlanError)
+    from privloss.service.queries import ColumnNotGranted
+
+    try:
+        return function(*args, **kwargs)
+    except ColumnNotGranted as error:
+        raise ServiceError(403, str(error), field="column", outcome="forbidden-column") from None
+    except LedgerBudgetError as error:
+        raise ServiceError(409, str(error), outcome="refused-budget") from None
+    except LedgerPlanError as error:
+        raise ServiceError(409, str(error), outcome="refused-plan") from None
+    except LedgerIntegrityError as error:
+        LOGGER.error("ledger integrity check failed: %s", error)      # for the operator
+        raise ServiceError(503, "the budget ledger failed its integrity check; the operator "
+                                "must run 'privloss ledger verify' (nothing was charged or "
+                                "read)", outcome="ledger-integrity") from None
+    except LedgerError as error:
+        LOGGER.error("ledger unavailable: %s", error)
+        raise ServiceError(503, "the budget ledger is unavailable; try again later",
+                           outcome="ledger-unavailable") from None
+    except ComputationFailed as error:
+        raise ServiceError(503, f"{error}; the release stays charged",
+                           outcome="computation-failed") from None
+    except (ValueError, TypeError) as error:
+        message = str(error)
+        field = message.split(" ", 1)[0] if message else None
+        known = set(PlanParameters.model_fields)
+        raise ServiceError(422, message, field=field if field in known else None,
+                           value=_value_of(args, field) if field in known else None,
+                           outcome="bad-parameters") from None
+
+
+def _value_of(args, field):
+    for argument in args:
+        if isinstance(argument, dict) and field in argument:
+            return argument[field]
+    return None
+
+
+def _dataset_entry(state, analyst, dataset) -> dict:
+    from privloss.service.queries import analyst_view, ensure_dataset
+
+    name = ensure_dataset(state.ledger, dataset)
+    return {"name": dataset.name, "columns": list(dataset.columns),
+            "privacy_unit": dataset.user_column, "interaction": dataset.interaction,
+            "window_days": dataset.window_days,
+            "budget": analyst_view(state.ledger, name, analyst.name, analyst.cap(dataset))}
+
+
+@router.get("/datasets", summary="the datasets I may query, with their and my budgets")
+def list_datasets(request: Request, analyst=Depends(current_analyst)):
+    state = request.app.state.service
+    entries = [call_ledger(_dataset_entry, state, analyst, state.config.datasets[name])
+               for name in analyst.datasets]
+    return {"analyst": analyst.name, "datasets": entries}
+
+
+@router.get("/datasets/{name}/budget", summary="the dataset's budget and mine")
+def budget(name: str, request: Request, analyst=Depends(current_analyst)):
+    state = request.app.state.service
+    dataset = granted_dataset(request, analyst, name)
+    return call_ledger(_dataset_entry, state, analyst, dataset)
+
+
+#: query-key fields shown back in a history (the data fingerprint is the operator's)
+_PUBLIC_QUERY = ("command", "algorithm", "epsilon", "delta", "k", "l0", "linf", "d_bar",
+                 "domain", "interaction", "item_column", "label",
+                 # sql releases (privloss.service.sql_route)
+                 "by", "aggregations", "max_groups", "max_rows_per_group", "noise",
+                 "consistent")
+
+
+def _history(state, analyst, dataset) -> list:
+    from privloss.service.queries import ensure_dataset
+
+    name = ensure_dataset(state.ledger, dataset)
+    rows = []
+    for row in state.ledger.history(name, analyst=analyst.name):
+        query = row["query"] if isinstance(row["query"], dict) else {}
+        if query.get("analyst") != analyst.name:      # defence in depth
+            continue
+        public = {key: query.get(key) for key in _PUBLIC_QUERY if key in query}
+        public["column"] = public.pop("item_column", None)
+        rows.append({"release_id": row["id"], "time": row["time"], "status": row["status"],
+                     "query": public, "events": row["events"],
+                     "result": row["result"], "spent_epsilon_after": row["spent_epsilon"],
+                     "bound": row["bound"], "ledger_dataset": name})
+    return rows
+
+
+@router.get("/datasets/{name}/history", summary="my releases on this dataset")
+def history(name: str, request: Request, analyst=Depends(current_analyst)):
+    state = request.app.state.service
+    dataset = granted_dataset(request, analyst, name)
+    return {"dataset": name, "analyst": analyst.name,
+            "releases": call_ledger(_history, state, analyst, dataset)}
+
+
+def _parameters(body: BaseModel) -> dict:
+    return body.model_dump(exclude_none=True)
+
+
+@router.post("/datasets/{name}/plan", summary="dry run: cost, noise, threshold, fits or not")
+def plan(name: str, body: PlanParameters, request: Request,
+         analyst=Depends(current_analyst)):
+    from privloss.service.queries import plan_release
+
+    state = request.app.state.service
+    dataset = granted_dataset(request, analyst, name)
+    parameters = _parameters(body)
+    request.state.audit["parameters"] = parameters
+    result = call_ledger(plan_release, state.ledger, dataset, analyst,
+                         parameters.pop("command"), parameters)
+    request.state.outcome = "planned" if result["fits"] else "planned-refused"
+    return result
+
+
+def _release(command: str, name: str, body: QueryParameters, request: Request, analyst):
+    from privloss.service.queries import run_release
+
+    state = request.app.state.service
+    dataset = granted_dataset(request, analyst, name)
+    parameters = _parameters(body)
+    request.state.audit["parameters"] = {"command": command, **parameters}
+    result = call_ledger(run_release, state.ledger, dataset, analyst, command, parameters)
+    receipt = result["receipt"]
+    request.state.audit.update(release_id=receipt["release_id"],
+                               spent={"mine": result["budget"]["mine"]["spent_epsilon"],
+                                      "dataset": result["budget"]["dataset"]["spent_epsilon"]})
+    request.state.outcome = "stored-answer" if receipt["cached"] else "released"
+    return result
+
+
+@router.post("/datasets/{name}/topk", summary="a private top-k, charged to the budget")
+def topk(name: str, body: QueryParameters, request: Request, analyst=Depends(current_analyst)):
+    return _release("topk", name, body, request, analyst)
+
+
+@router.post("/datasets/{name}/histogram", summary="a private histogram, charged to the budget")
+def histogram(name: str, body: QueryParameters, request: Request,
+              analyst=Depends(current_analyst)):
+    return _release("histogram", name, body, request, analyst)

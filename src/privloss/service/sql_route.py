@@ -1,0 +1,314 @@
+"""The service's DP SQL endpoint: ``POST /v1/datasets/{name}/sql`` and its dry
+run ``POST /v1/datasets/{name}/sql/plan``.
+
+Definition
+----------
+The analyst sends one ``SELECT g.., COUNT(*), SUM(x), AVG(x), MEDIAN(x), ...
+FROM <dataset> GROUP BY g..`` (the subset of
+:mod:`privloss.analytics.aggregate.sql`) with the public parameters of
+:func:`privloss.analytics.aggregate.aggregate`: ``epsilon``, ``delta``,
+``bounds`` (``{"x": [low, high]}`` for every aggregated column),
+``max_groups``, ``max_rows_per_group``, ``keys`` (public group labels; without
+them the groups go through the noisy threshold), ``noise``, ``budget_split``,
+``consistent`` and ``label``.  In this order, nothing charged or read before
+the last step:
+
+1. the text is parsed with sqlglot (422 naming the unsupported part);
+2. the FROM name must be the dataset's own name (422): it only confirms which
+   declared dataset is meant, the rows always come from the configuration's
+   source;
+3. every column the query or ``bounds`` names must be declared for analysts
+   (403, as for top-k); the privacy unit only inside
+   ``COUNT(DISTINCT <unit>)``;
+4. the query is checked and calibrated (:func:`~privloss.analytics.aggregate.api.make_query`,
+   422 naming the field) and the source's schema bound (no rows computed);
+5. the whole query's events are charged at once to the dataset's ledger with
+   the analyst's cap (409 when refused), then the bounded aggregation runs.
+
+Privacy guarantee
+-----------------
+The SQL text never reaches an engine: only the parsed column names, checked
+against the configuration, are used as quoted identifiers by the engine's
+relational API.  The release is :func:`~privloss.analytics.aggregate.aggregate`'s
+(user-level, composed events of :mod:`privloss.analytics.aggregate.budget`),
+charged as one release unit before the data is read, so a refusal reveals
+nothing about the data.
+
+Runtime
+-------
+Parsing is linear in the query's length; a plan is one calibration and one
+ledger read; a release one schema bind, one engine query and the noise per group.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from privloss.service.app import ServiceError
+from privloss.service.routes import call_ledger, current_analyst, granted_dataset
+
+__all__ = ["router", "SqlParameters", "checked_query", "plan_sql", "run_sql"]
+
+router = APIRouter(prefix="/v1")
+
+ColumnName = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+KeyValue = Annotated[str, StringConstraints(max_length=200)] | int
+
+
+class SqlParameters(BaseModel):
+    """An SQL release's text and public parameters (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    query: Annotated[str, StringConstraints(min_length=1, max_length=4000)]
+    epsilon: float
+    delta: float = 0.0
+    bounds: dict[ColumnName, tuple[float, float]] = Field(default_factory=dict, max_length=64)
+    max_groups: int = 1
+    max_rows_per_group: int = 1
+    keys: list[list[KeyValue] | KeyValue] | None = Field(default=None, max_length=10_000)
+    noise: str = Field(default="laplace", max_length=40)
+    budget_split: dict[ColumnName, float] | None = Field(default=None, max_length=64)
+    consistent: bool = False
+    label: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = None
+
+
+def _refuse(message: str, field: str | None, value=None, *, status: int = 422,
+            outcome: str = "bad-parameters"):
+    raise ServiceError(status, message, field=field, value=value, outcome=outcome)
+
+
+def _shown(name: str) -> str:
+    return name if len(name) <= 64 else name[:64] + "..."
+
+
+#: deepest parenthesis nesting parsed (the supported subset needs 3)
+MAX_NESTING = 32
+
+
+def _nesting(text: str) -> int:
+    """The deepest parenthesis nesting of ``text`` (parentheses inside quotes
+    count too: an over-estimate only refuses more)."""
+    depth = deepest = 0
+    for character in text:
+        if character == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif character == ")":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def _columns_named(text: str) -> list:
+    """Every column name in the text (empty if it does not parse: the parser's
+    own message then says why)."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        statements = sqlglot.parse(text, read="duckdb")
+        return [column.name for statement in statements if statement is not None
+                for column in statement.find_all(exp.Column)]
+    except SqlglotError:
+        return []
+    except RecursionError:      # e.g. NOT NOT NOT ...: refused as such, not a 500
+        _refuse("query: the expression is nested too deeply to parse", "query")
+
+
+def checked_query(dataset, body: dict):
+    """The calibrated :class:`~privloss.analytics.aggregate.api.AggregateQuery`
+    of an analyst's SQL, or a :class:`ServiceError` (422 / 403) before anything
+    is read or charged."""
+    import importlib.util
+
+    if importlib.util.find_spec("sqlglot") is None:      # an operator's install, not the analyst
+        raise ServiceError(503, "the sql endpoint is not available on this server (the "
+                                "operator must install sqlglot: pip install "
+                                "'privloss[analytics]')", outcome="sql-unavailable")
+    from sqlglot.errors import SqlglotError
+
+    from privloss.analytics.aggregate.api import make_query
+    from privloss.analytics.aggregate.sql import UnsupportedSql, parse_sql
+
+    depth = _nesting(body["query"])
+    if depth > MAX_NESTING:       # sqlglot's recursive descent would hit Python's limit
+        _refuse(f"query: parentheses nested {depth} deep; at most {MAX_NESTING} allowed",
+                "query")
+    declared = set(dataset.columns)
+    for column in body.get("bounds", {}):      # names first: nothing undeclared is echoed
+        if column not in declared:
+            _refuse(f"column {_shown(column)!r} (in bounds) is not granted on dataset "
+                    f"{dataset.name!r} (allowed: {', '.join(dataset.columns)})", "bounds",
+                    status=403, outcome="forbidden-column")
+    for column in _columns_named(body["query"]):    # anywhere in the text, before its form
+        if column not in declared and column != dataset.user_column:
+            _refuse(f"column {_shown(column)!r} is not granted on dataset {dataset.name!r} "
+                    f"(allowed: {', '.join(dataset.columns)})", "query", status=403,
+                    outcome="forbidden-column")
+    try:
+        parsed = parse_sql(body["query"], bounds={c: tuple(b) for c, b in
+                                                  body.get("bounds", {}).items()},
+                           privacy_unit=dataset.user_column)
+    except UnsupportedSql as error:      # the CLI's hint, in this API's words
+        message = re.sub(r"pass --bounds (\w+)=LOW:HIGH", r'add "bounds": {"\1": [low, high]}',
+                         str(error))
+        _refuse(f"query: unsupported SQL: {message}", "query")
+    except RecursionError:
+        _refuse("query: the expression is nested too deeply to parse", "query")
+    except SqlglotError:       # the parser only maps ParseError; a TokenError lands here
+        _refuse("query: unsupported SQL: the SQL query does not tokenize (an unterminated "
+                "string or quoted name?)", "query")
+    if parsed.table != dataset.name:
+        _refuse(f"query: FROM names table {_shown(parsed.table)!r}; this endpoint queries "
+                f"dataset {dataset.name!r} only (write FROM \"{dataset.name}\")", "query")
+    used = list(parsed.by) + [a.column for a in parsed.aggregations if a.column is not None]
+    for column in used:
+        if column not in declared:
+            _refuse(f"column {_shown(column)!r} is not granted on dataset {dataset.name!r} "
+                    f"(allowed: {', '.join(dataset.columns)})", "query", status=403,
+                    outcome="forbidden-column")
+    try:
+        return make_query(privacy_unit=dataset.user_column, by=list(parsed.by),
+                          aggregations=list(parsed.aggregations), epsilon=body["epsilon"],
+                          delta=body.get("delta", 0.0), keys=body.get("keys"),
+                          max_groups=body.get("max_groups", 1),
+                          max_rows_per_group=body.get("max_rows_per_group", 1),
+                          noise=body.get("noise", "laplace"),
+                          budget_split=body.get("budget_split"))
+    except (ValueError, TypeError) as error:
+        message = str(error)
+        field = message.split(" ", 1)[0] if message else None
+        if field not in SqlParameters.model_fields:
+            field = None
+        _refuse(message, field, body.get(field) if field in ("epsilon", "delta", "max_groups",
+                                                              "max_rows_per_group", "noise")
+                else None)
+
+
+def _key(query, dataset, analyst, body: dict, data) -> dict:
+    key = {**query.key(data, None), "command": "sql", "analyst": analyst.name,
+           "consistent": bool(body.get("consistent", False))}
+    if body.get("label") is not None:
+        key["label"] = body["label"]
+    return key
+
+
+def plan_sql(ledger, dataset, analyst, body: dict) -> dict:
+    """The dry run: events, noise and 95% half-widths per measurement, threshold,
+    and the ledger's read-only verdict for this analyst (nothing read or charged)."""
+    import secrets
+
+    from privloss.analytics.aggregate.api import describe_plan
+    from privloss.service.queries import ensure_dataset
+
+    query = checked_query(dataset, body)
+    name = call_ledger(ensure_dataset, ledger, dataset)
+    key = _key(query, dataset, analyst, body, {"dry-run": secrets.token_hex(8)})
+    verdict = call_ledger(ledger.would_admit, name, key, query.plan.events,
+                          analyst=analyst.name, analyst_budget=analyst.cap(dataset))
+    return {"dry_run": True, "command": "sql", **describe_plan(query),
+            "by": list(query.by), "aggregations": [a.name for a in query.aggregations],
+            "events": [repr(event) for event in query.plan.events],
+            "fits": bool(verdict["admitted"]),
+            "verdict": {"fits": bool(verdict["admitted"]),
+                        "spent_epsilon_after": verdict["spent_epsilon"]
+                        if verdict["admitted"] else None,
+                        "bound": verdict["bound"], "reason": verdict["reason"] or None},
+            "ledger_dataset": name}
+
+
+def _check_schema(module, source, query) -> None:
+    try:
+        module.check_schema(source, query.privacy_unit, query.by, query.value_columns)
+    except ValueError as error:      # the operator's schema; never list its other columns
+        _refuse(str(error).split(" (columns:", 1)[0], "query")
+
+
+def run_sql(ledger, dataset, analyst, body: dict) -> dict:
+    """Check, charge, then compute; the response body (release, receipt, budget)."""
+    import importlib
+
+    from privloss.analytics._serialize import event_to_json
+    from privloss.analytics.aggregate.api import ENGINES, _parameters
+    from privloss.analytics.aggregate.mechanisms import release_payload
+    from privloss.analytics.bounding import draw_seed
+    from privloss.analytics.errors import ComputationFailed, computation_failed
+    from privloss.service.queries import (analyst_view, data_input, ensure_dataset,
+                                          fingerprint)
+
+    query = checked_query(dataset, body)
+    name = call_ledger(ensure_dataset, ledger, dataset)
+    module = importlib.import_module(ENGINES[dataset.engine])
+    source = data_input(dataset)
+    _check_schema(module, source, query)
+    consistent = bool(body.get("consistent", False))
+    events = query.plan.events
+
+    def compute() -> dict:
+        """Everything that reads the data; runs only after the charge."""
+        try:
+            exact = module.bounded_aggregates(
+                source, unit=query.privacy_unit, by=query.by, value_columns=query.value_columns,
+                grids=query.plan.grids, quantile_columns=query.quantile_columns,
+                bins=query.plan.quantile_bins, max_groups=query.max_groups,
+                max_rows=query.max_rows_per_group, seed=draw_seed(),
+                key_texts=None if query.keys is None else
+                [tuple(map(str, k)) for k in query.keys])
+            return release_payload(query.plan, query.aggregations, exact, keys=query.keys,
+                                   source=None, consistent=consistent)
+        except ComputationFailed:
+            raise
+        except (ValueError, TypeError, LookupError, ArithmeticError, MemoryError, OSError,
+                RuntimeError) as error:      # never echo a data-dependent message
+            raise computation_failed(error, "service sql release") from None
+
+    key = _key(query, dataset, analyst, body, fingerprint(dataset))
+    receipt = call_ledger(ledger.release_with_receipt, name, key, compute, events,
+                          analyst=analyst.name, analyst_budget=analyst.cap(dataset))
+    payload = dict(receipt.result)
+    return {**payload, "by": list(query.by),
+            "aggregations": [a.name for a in query.aggregations],
+            "parameters": {**_parameters(query), "consistent": consistent},
+            "events": [repr(event) for event in events],
+            "event_objects": [event_to_json(event) for event in events],
+            "receipt": {"release_id": receipt.release_id, "cached": receipt.cached,
+                        "dataset": dataset.name, "ledger_dataset": name,
+                        "spent_epsilon_after": receipt.spent_epsilon, "bound": receipt.bound,
+                        "time": receipt.time, "plan_item": receipt.plan_item},
+            "budget": call_ledger(analyst_view, ledger, name, analyst.name,
+                                  analyst.cap(dataset))}
+
+
+@router.post("/datasets/{name}/sql/plan",
+             summary="dry run of a DP SQL query: cost, noise, interval widths, fits or not")
+def sql_plan(name: str, body: SqlParameters, request: Request,
+             analyst=Depends(current_analyst)):
+    state = request.app.state.service
+    dataset = granted_dataset(request, analyst, name)
+    parameters = body.model_dump(exclude_none=True)
+    request.state.audit["parameters"] = {"command": "sql-plan", **parameters}
+    result = plan_sql(state.ledger, dataset, analyst, parameters)
+    request.state.outcome = "planned" if result["fits"] else "planned-refused"
+    return result
+
+
+@router.post("/datasets/{name}/sql",
+             summary="a DP group-by written as SQL (COUNT, SUM, AVG, quantiles), charged")
+def sql_release(name: str, body: SqlParameters, request: Request,
+                analyst=Depends(current_analyst)):
+    state = request.app.state.service
+    dataset = granted_dataset(request, analyst, name)
+    parameters = body.model_dump(exclude_none=True)
+    request.state.audit["parameters"] = {"command": "sql", **parameters}
+    result = run_sql(state.ledger, dataset, analyst, parameters)
+    receipt = result["receipt"]
+    request.state.audit.update(release_id=receipt["release_id"],
+                               spent={"mine": result["budget"]["mine"]["spent_epsilon"],
+                                      "dataset": result["budget"]["dataset"]["spent_epsilon"]})
+    request.state.outcome = "stored-answer" if receipt["cached"] else "released"
+    return result
