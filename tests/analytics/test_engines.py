@@ -318,3 +318,18 @@ def test_spark_online_retail_equals_duckdb(spark):
     duck_query = SqlQuery("SELECT CustomerID, StockCode FROM retail WHERE CustomerID IS NOT "
                           "NULL", tables={"retail": RETAIL})
     _assert_same(on_spark, bounded_histogram(duck_query, **kwargs))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("SELECT 1 AS u, 2 AS i; DROP TABLE t", "does not parse as one"),
+    ("CREATE TABLE leak AS SELECT 1 AS u", "must be a SELECT query"),
+    ("INSERT INTO t VALUES (1, 2)", "must be a SELECT query|does not parse"),
+    ("SET spark.sql.ansi.enabled = false", "must be a SELECT query"),
+    ("CACHE TABLE t", "must be a SELECT query"),
+])
+def test_spark_refuses_anything_but_one_query(spark, text, message):
+    """Issue 10 item 4: the Spark path takes exactly one query (Spark's own parser)."""
+    from privloss.analytics.engines.spark_engine import check_single_query
+    with pytest.raises(ValueError, match=message):
+        check_single_query(spark, text)
+    check_single_query(spark, "SELECT 1 AS u, 'a' AS i")        # one query: accepted
