@@ -29,11 +29,9 @@ through the Python API instead (its events, in the ledger's JSON form).
 from __future__ import annotations
 
 import json
-import os
-import stat
 import tomllib
 
-from privloss.cli._common import CommandError
+from privloss.cli._common import CommandError, read_regular_file
 
 __all__ = ["read_plan_file", "plan_item", "l0_sensitivity", "MAX_PLAN_BYTES"]
 
@@ -55,20 +53,7 @@ def l0_sensitivity(l0: int | None, domain_size: int | None) -> int | None:
 
 
 def _read_text(path: str) -> str:
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as error:
-        raise CommandError(f"--plan: cannot read {path!r}: {error.strerror}") from error
-    try:
-        status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode):
-            raise CommandError(f"--plan: {path!r} is not a regular file")
-        if status.st_size > MAX_PLAN_BYTES:
-            raise CommandError(f"--plan: {path!r} is larger than {MAX_PLAN_BYTES} bytes")
-        with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            data = handle.read(MAX_PLAN_BYTES + 1)
-    finally:
-        os.close(descriptor)
+    data = read_regular_file(path, "--plan", MAX_PLAN_BYTES, f"{MAX_PLAN_BYTES} bytes")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

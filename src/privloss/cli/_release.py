@@ -29,10 +29,9 @@ import json
 import math
 import os
 import secrets
-import stat
 from pathlib import Path
 
-from privloss.cli._common import CommandError, print_json, warn
+from privloss.cli._common import CommandError, print_json, read_regular_file, warn
 from privloss.cli._parse import delta_value, nonnegative_int, positive, positive_int
 
 #: --domain limits: a label list larger than this is a mistake (or /dev/zero)
@@ -106,23 +105,7 @@ def read_domain(path: str | None):
     MAX_DOMAIN_BYTES and MAX_DOMAIN_LABELS labels, UTF-8, no duplicates."""
     if path is None:
         return None
-    try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as error:
-        raise CommandError(f"--domain: cannot read {path!r}: {error.strerror}") from error
-    with os.fdopen(descriptor, "rb") as handle:
-        status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            raise CommandError(f"--domain: {path!r} is not a regular file")
-        if status.st_size > MAX_DOMAIN_BYTES:
-            raise CommandError(f"--domain: {path!r} is larger than {MAX_DOMAIN_BYTES >> 20} MiB")
-        os.set_blocking(handle.fileno(), True)
-        try:
-            raw = handle.read(MAX_DOMAIN_BYTES + 1)
-        except OSError as error:
-            raise CommandError(f"--domain: cannot read {path!r}: {error.strerror}") from error
-    if len(raw) > MAX_DOMAIN_BYTES:       # grew while we read it
-        raise CommandError(f"--domain: {path!r} is larger than {MAX_DOMAIN_BYTES >> 20} MiB")
+    raw = read_regular_file(path, "--domain", MAX_DOMAIN_BYTES, f"{MAX_DOMAIN_BYTES >> 20} MiB")
     try:   # utf-8-sig: a byte-order mark is not part of the first label
         lines = raw.decode("utf-8-sig").splitlines()
     except UnicodeDecodeError as error:

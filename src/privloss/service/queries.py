@@ -247,12 +247,15 @@ def run_release(ledger, dataset, analyst, command: str, body: dict) -> dict:
 
     payload = dict(receipt.result)
     payload["event_objects"] = [event_to_json(event) for event in events]
-    payload["receipt"] = {"release_id": receipt.release_id, "cached": receipt.cached,
-                          "dataset": dataset.name, "ledger_dataset": name,
-                          "spent_epsilon_after": receipt.spent_epsilon, "bound": receipt.bound,
-                          "time": receipt.time,
-                          # the ledger's receipt counts plan items from 0; its history from 1
-                          "plan_item": receipt.plan_item}
+    payload["receipt"] = receipt_view(receipt, dataset, name)
     payload["budget"] = analyst_view(ledger, name, analyst.name, analyst.cap(dataset))
     payload["column"] = column
     return payload
+
+
+def receipt_view(receipt, dataset, name: str) -> dict:
+    """The JSON receipt of a ledger release (plan items numbered from 1, as in history)."""
+    return {"release_id": receipt.release_id, "cached": receipt.cached,
+            "dataset": dataset.name, "ledger_dataset": name,
+            "spent_epsilon_after": receipt.spent_epsilon, "bound": receipt.bound,
+            "time": receipt.time, "plan_item": receipt.plan_item}

@@ -239,7 +239,7 @@ def run_sql(ledger, dataset, analyst, body: dict) -> dict:
     from privloss.analytics.bounding import draw_seed
     from privloss.analytics.errors import ComputationFailed, computation_failed
     from privloss.service.queries import (analyst_view, data_input, ensure_dataset,
-                                          fingerprint)
+                                          fingerprint, receipt_view)
 
     query = checked_query(dataset, body)
     name = call_ledger(ensure_dataset, ledger, dataset)
@@ -276,10 +276,7 @@ def run_sql(ledger, dataset, analyst, body: dict) -> dict:
             "parameters": {**_parameters(query), "consistent": consistent},
             "events": [repr(event) for event in events],
             "event_objects": [event_to_json(event) for event in events],
-            "receipt": {"release_id": receipt.release_id, "cached": receipt.cached,
-                        "dataset": dataset.name, "ledger_dataset": name,
-                        "spent_epsilon_after": receipt.spent_epsilon, "bound": receipt.bound,
-                        "time": receipt.time, "plan_item": receipt.plan_item},
+            "receipt": receipt_view(receipt, dataset, name),
             "budget": call_ledger(analyst_view, ledger, name, analyst.name,
                                   analyst.cap(dataset))}
 

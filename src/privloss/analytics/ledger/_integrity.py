@@ -77,11 +77,15 @@ class Verified:
     def __init__(self):
         self.last_id = 0
         self.chain: str | None = None
-        self.count = 0
         self.events: list[str] = []
         self.guarantees: list[str] = []
         self.plan_items: list = []
         self.analysts: list = []
+
+    @property
+    def count(self) -> int:
+        """Releases verified so far."""
+        return len(self.events)
 
 
 _RELEASE_COLUMNS = ("id, dataset, query_key, events, guarantee, plan_item, owner, analyst, "
@@ -139,7 +143,7 @@ def verify(conn, path: str, name: str, state: Verified | None = None) -> Verifie
             f"ledger {path} is damaged or was edited: dataset {name!r} records {recorded} "
             f"release(s) but {present} are present (releases deleted or added; the chain "
             f"was verified to release #{last_id}); refusing to use it")
-    state.chain, state.count, state.last_id = previous, count, last_id
+    state.chain, state.last_id = previous, last_id
     state.events.extend(events)
     state.guarantees.extend(guarantees)
     state.plan_items.extend(plan_items)
