@@ -4,7 +4,7 @@ concurrent clients, on the SQLite and PostgreSQL ledgers; and the library's
 own release time on the same data, so the service's overhead is visible.
 
 Run:  python benchmarks/service.py [--rows 10000000] [--data rows.parquet]
-      [--backends sqlite,postgresql] [--clients 1,16] [--plans 320] [--releases 8]
+      [--backends sqlite,postgresql] [--clients 1,16] [--plans 1600] [--releases 8]
       [--json out.json]
       python benchmarks/service.py --screenshot docs/figures/dashboard.png
 (needs ``pip install -e '.[analytics,service,postgres]'``; PostgreSQL via the
@@ -27,7 +27,6 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -69,32 +68,59 @@ def library_release(data: str, repeat: int) -> list[float]:
     return times
 
 
-def drive(url: str, token: str, clients: int, per_client: int, path: str, body) -> dict:
-    import httpx
+def _client(url: str, token: str, path: str, body: dict, label: str | None, number: int,
+            per_client: int, results, barrier) -> None:
+    """One client process: a keep-alive connection, ``per_client`` requests."""
+    import http.client
 
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port), timeout=600)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def send(payload: dict) -> int:
+        connection.request("POST", path, body=json.dumps(payload), headers=headers)
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    connection.request("GET", "/v1/datasets", headers=headers)     # warm connection and token
+    connection.getresponse().read()
+    barrier.wait()
     latencies, failures = [], []
-    lock = threading.Lock()
-    barrier = threading.Barrier(clients)
+    for step in range(per_client):
+        payload = body if label is None else {**body, "label": f"{label}-{number}-{step}"}
+        start = time.perf_counter()
+        status = send(payload)
+        elapsed = time.perf_counter() - start
+        (latencies if status == 200 else failures).append(elapsed if status == 200 else status)
+    results.put((latencies, failures))
 
-    def worker(number: int) -> None:
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"},
-                          timeout=600) as client:
-            client.get("/v1/datasets")                      # warm the connection and token
-            barrier.wait()
-            for step in range(per_client):
-                start = time.perf_counter()
-                response = client.post(path, json=body(number, step))
-                elapsed = time.perf_counter() - start
-                with lock:
-                    (latencies if response.status_code == 200 else failures).append(
-                        elapsed if response.status_code == 200 else response.status_code)
-    threads = [threading.Thread(target=worker, args=(number,)) for number in range(clients)]
+
+def drive(url: str, token: str, clients: int, per_client: int, path: str, body: dict,
+          label: str | None = None) -> dict:
+    """``clients`` concurrent client processes, each sending ``per_client``
+    requests back to back (a new ``label`` per request when given: every
+    release a new query). Processes, not threads, and the standard library's
+    HTTP client: on a 2-core machine the load generator competes with the
+    server for CPU, and httpx in 16 threads of one process costs about 4x the
+    CPU per request and serialises on the GIL, so the latencies would be the
+    client's."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    results, barrier = context.Queue(), context.Barrier(clients + 1)
+    processes = [context.Process(target=_client, args=(url, token, path, body, label, number,
+                                                       per_client, results, barrier))
+                 for number in range(clients)]
+    for process in processes:
+        process.start()
+    barrier.wait()
     start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = [results.get() for _ in processes]
     wall = time.perf_counter() - start
+    for process in processes:
+        process.join()
+    latencies = [value for done, _ in outcomes for value in done]
+    failures = [value for _, failed in outcomes for value in failed]
     return {"requests": len(latencies), "failed": len(failures),
             "requests_per_s": round(len(latencies) / wall, 2),
             "p50_ms": round(percentile(latencies, 0.5) * 1e3, 1),
@@ -120,7 +146,7 @@ def measure_overhead(args, folder: Path, ledger: str, label: str) -> dict:
     server = ServerProcess(config_path).start()
     try:
         service = drive(server.url, token, 1, args.overhead_requests, "/v1/datasets/bench/topk",
-                        lambda number, step: {**RELEASE, "label": f"small-{step}"})
+                        RELEASE, label="small")
     finally:
         server.stop()
     library_ms = statistics.median(library) * 1e3
@@ -136,21 +162,18 @@ def measure_backend(args, folder: Path, ledger: str, label: str) -> list[dict]:
 
     config_path = write_config(folder, args.data, ledger)
     token = add_analyst(load_config(config_path).tokens, "bench")
-    server = ServerProcess(config_path).start()
+    server = ServerProcess(config_path, workers=args.workers).start()
     rows = []
     try:
         for clients in args.clients:
             plan = drive(server.url, token, clients, max(1, args.plans // clients),
-                         "/v1/datasets/bench/plan",
-                         lambda number, step: {"command": "topk", **RELEASE})
+                         "/v1/datasets/bench/plan", {"command": "topk", **RELEASE})
             rows.append({"backend": label, "clients": clients, "endpoint": "plan", **plan})
             print(f"  {rows[-1]}", file=sys.stderr, flush=True)
             if args.releases == 0:          # plan only
                 continue
             release = drive(server.url, token, clients, max(1, args.releases // clients),
-                            "/v1/datasets/bench/topk",
-                            lambda number, step: {**RELEASE,
-                                                  "label": f"{clients}-{number}-{step}"})
+                            "/v1/datasets/bench/topk", RELEASE, label=str(clients))
             rows.append({"backend": label, "clients": clients, "endpoint": "topk", **release})
             print(f"  {rows[-1]}", file=sys.stderr, flush=True)
     finally:
@@ -215,9 +238,12 @@ def main(argv=None) -> int:
     parser.add_argument("--data", help="reuse this Parquet file (columns user_id, item)")
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--clients", default="1,16")
-    parser.add_argument("--plans", type=int, default=320, help="plan requests per run")
+    parser.add_argument("--plans", type=int, default=1600, help="plan requests per run")
     parser.add_argument("--releases", type=int, default=8,
                         help="releases per run, split over the clients (at least one each)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="server processes (default: one per core, as `privloss serve "
+                             "--workers` is meant to be run)")
     parser.add_argument("--library-repeat", type=int, default=5)
     parser.add_argument("--overhead-rows", type=int, default=10_000,
                         help="rows of the small file the service's overhead is measured on")

@@ -89,6 +89,38 @@ class LedgerContract:
         with pytest.raises(LedgerIntegrityError):
             ledger.release("d", "again", lambda: 0, [PureDP(0.3)])
 
+    def test_connections_are_reused(self, ledger, monkeypatch):
+        store = type(ledger._file)
+        opened = []
+        original = store._open
+        monkeypatch.setattr(store, "_open", lambda self, *args: opened.append(1) or
+                            original(self, *args))
+        ledger.create_dataset("d", epsilon=5.0)
+        for index in range(5):
+            ledger.release("d", index, lambda: index, [PureDP(0.1)])
+            ledger.would_admit("d", f"plan{index}", [PureDP(0.1)])
+        assert ledger.show("d")["releases"] == 5
+        assert len(opened) <= 1           # one connection, reused by every operation
+
+    def test_a_forked_child_does_not_use_or_end_the_parents_connections(self, ledger):
+        import os
+        ledger.create_dataset("d", epsilon=5.0)
+        ledger.release("d", "parent-1", lambda: 1, [PureDP(0.1)])     # leaves one idle
+        child = os.fork()
+        if child == 0:                                    # pragma: no cover - the child
+            code = 1
+            try:
+                ledger.release("d", "child", lambda: 2, [PureDP(0.1)])
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        # the parent's idle connection still works (the child neither used nor ended it)
+        ledger.release("d", "parent-2", lambda: 3, [PureDP(0.1)])
+        assert [row["query"] for row in ledger.history("d")] == ["parent-1", "child",
+                                                                 "parent-2"]
+
     def test_budget_edit_is_detected(self):
         location = self.new_location()
         Ledger(location).create_dataset("d", epsilon=1.0)

@@ -124,6 +124,42 @@ class BodyLimit:
         return await self.app(scope, replay, send)
 
 
+class AuditTrail:
+    """Pure ASGI middleware (Starlette's ``BaseHTTPMiddleware`` costs a task
+    group and streams per request): one audit record per HTTP request, from what
+    the routes put in ``request.state.audit`` / ``outcome`` and the status sent."""
+
+    def __init__(self, app, log: AuditLog):
+        self.app, self.log = app, log
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = time.perf_counter()
+        status = 500
+
+        async def send_and_note(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+        try:
+            await self.app(scope, receive, send_and_note)
+        finally:
+            state = scope.get("state") or {}
+            record = state.get("audit") or {}        # set by the routes
+            client = scope.get("client")
+            self.log.write(
+                analyst=record.get("analyst"), dataset=record.get("dataset"),
+                parameters=record.get("parameters"), release_id=record.get("release_id"),
+                spent=record.get("spent"),
+                outcome=state.get("outcome") or record.get("outcome")
+                or ("ok" if status < 400 else f"error-{status}"),
+                status=status, method=scope.get("method"), path=scope.get("path"),
+                client=client[0] if client else None,
+                seconds=round(time.perf_counter() - started, 6))
+
+
 async def _too_large(limit: int, scope, send):
     response = JSONResponse({"error": f"request body larger than {limit} bytes",
                              "status": 413}, status_code=413)
@@ -197,25 +233,7 @@ def create_app(config) -> FastAPI:
 
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
 
-    @app.middleware("http")
-    async def audit(request: Request, call_next):
-        started = time.perf_counter()
-        status = 500
-        try:
-            response = await call_next(request)
-            status = response.status_code
-            return response
-        finally:
-            record = getattr(request.state, "audit", None) or {}    # set by the routes
-            state.audit.write(
-                analyst=record.get("analyst"), dataset=record.get("dataset"),
-                parameters=record.get("parameters"), release_id=record.get("release_id"),
-                spent=record.get("spent"),
-                outcome=getattr(request.state, "outcome", None) or record.get("outcome")
-                or ("ok" if status < 400 else f"error-{status}"),
-                status=status, method=request.method, path=request.url.path,
-                client=request.client.host if request.client else None,
-                seconds=round(time.perf_counter() - started, 6))
+    app.add_middleware(AuditTrail, log=state.audit)
 
     app.include_router(routes.router)
     app.include_router(sql_route.router)

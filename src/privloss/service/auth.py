@@ -125,6 +125,16 @@ class TokenStore:
             self._reload()
             return {name for name, _ in self._by_id.values()}
 
+    def remembered(self, token) -> bool:
+        """Whether ``token`` was verified before (a dictionary lookup, no hashing):
+        the caller may then verify it without leaving the event loop."""
+        if not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN_LENGTH:
+            return False
+        digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+        with self._lock:
+            self._reload()
+            return digest in self._verified
+
     def verify(self, token) -> str | None:
         """The analyst holding ``token``, or None (no such token)."""
         from argon2.exceptions import InvalidHashError, VerificationError

@@ -104,8 +104,16 @@ def authenticate(request: Request, *, cookie: bool = False):
     return analyst
 
 
-def current_analyst(request: Request):
-    return authenticate(request)
+async def current_analyst(request: Request):
+    """A known token is checked in the event loop (no thread hand-off per
+    request); a token not seen before costs an argon2 verification, which runs
+    in the thread pool so that it never blocks other requests."""
+    from starlette.concurrency import run_in_threadpool
+
+    token = _token_of(request, cookie=False)
+    if token and request.app.state.service.tokens.remembered(token):
+        return authenticate(request)
+    return await run_in_threadpool(authenticate, request)
 
 
 def granted_dataset(request: Request, analyst, name: str):

@@ -166,8 +166,11 @@ def basic_rule(table: Table, policy, share: float) -> tuple[float, str]:
         no share of delta.
     Citation
         Rogers, Roth, Ullman, Vadhan 2016 ("Privacy odometers and filters:
-        pay-as-you-go composition"): basic composition is a valid privacy filter
-        with adaptively chosen parameters; decomposition [KOV] Thm 2.1.
+        pay-as-you-go composition", arXiv:1605.08294): basic composition is a
+        valid privacy filter with adaptively chosen parameters (numbered
+        Theorem 3.6, 3.4 or, odometer form, Lemma 3.5 depending on the arXiv
+        version; the proof is given in docs/accounting.md); decomposition [KOV]
+        Thm 2.1.
     Runtime
         O(n).
     """
@@ -191,9 +194,12 @@ def advanced_rule(table: Table, policy, share: float) -> tuple[float, str]:
         composition (sum eps_t (e^eps_t - 1)/(e^eps_t + 1) <= V/2).
     Citation
         Whitehouse, Ramdas, Rogers, Wu, "Fully-adaptive composition in
-        differential privacy", ICML 2023: the advanced composition filter. Also
-        the zCDP filter (Feldman-Zrnic 2021) with rho_t = eps_t^2/2 [BS16 Prop.
-        1.4] and the conversion [BS16] Prop. 1.3.
+        differential privacy", ICML 2023 (arXiv:2203.05481), the advanced
+        composition filter (their Theorem 2 per a summary of the text: halt
+        before sqrt(2 log(1/delta') sum eps_t^2) + sum eps_t^2 / 2 exceeds
+        epsilon). Validity does not rest on that number: it is their Theorem 1
+        (filter for approximate zCDP) with rho_t = eps_t^2/2 [BS16 Prop. 1.4]
+        and the conversion [BS16] Prop. 1.3.
     Runtime
         O(n).
     """
@@ -225,9 +231,11 @@ def zcdp_rule(table: Table, policy, share: float) -> tuple[float, str]:
         it applies to the transcript: (epsilon, share)-DP.
     Citation
         Feldman and Zrnic 2021, "Individual privacy accounting via a Renyi
-        filter" (Renyi filter); Whitehouse, Ramdas, Rogers, Wu 2023 (filter for
-        approximate zCDP: the same with the deltas, here the releases' cap);
-        Canonne, Kamath, Steinke 2020, Prop. 12 / Cor. 13.
+        filter", Theorem 3.1 (Renyi filter at a fixed order) and Remark 4.4
+        (all orders at once: zCDP); Whitehouse, Ramdas, Rogers, Wu 2023,
+        Theorem 1 (filter for approximate zCDP: the same with the deltas, here
+        the releases' cap); Canonne, Kamath, Steinke 2020, Cor. 13 (Prop. 12 at
+        each order).
     Runtime
         O(n) plus one conversion.
     """
@@ -258,10 +266,12 @@ def renyi_rule(table: Table, policy, share: float) -> tuple[float, str]:
         distributions with that divergence: (epsilon, share/k)-DP. The k orders
         combine like any rules (union, docs/accounting.md): share in all.
     Citation
-        Feldman and Zrnic 2021 (Renyi filter at a fixed order); Lecuyer 2021,
-        "Practical privacy filters and odometers with Renyi differential
-        privacy" (several orders); [CKS] Prop. 12 conversion; curves
-        [Mironov 2017] and privloss.bounds.rdp.
+        Feldman and Zrnic 2021, Theorem 3.1 (Renyi filter at a fixed order);
+        Lecuyer 2021, "Practical privacy filters and odometers with Renyi
+        differential privacy" (several orders; the per-order filters also
+        combine as in docs/accounting.md "Combining rules"); [CKS] Prop. 12
+        conversion (= Balle et al. 2020, Thm 21); curves [Mironov 2017] and
+        privloss.bounds.rdp.
     Runtime
         O(n k).
     """
@@ -290,7 +300,9 @@ def gdp_rule(table: Table, policy, share: float) -> tuple[float, str]:
         -DP with delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).
     Citation
         Smith and Thakurta 2022, "Fully adaptive composition for Gaussian
-        differential privacy"; Dong, Roth, Su 2022, Cor. 2.13.
+        differential privacy" (arXiv:2210.17520; its main result: mu_i-GDP
+        mechanisms with adaptively chosen mu_i, halted before sum mu_i^2 exceeds
+        mu^2, give mu-GDP); Dong, Roth, Su 2022, Cor. 2.13.
     Runtime
         O(n) plus one conversion.
     """

@@ -3,6 +3,7 @@ protocol is the mixin :class:`._protocol.ReleaseProtocol`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -54,6 +55,8 @@ class Ledger(ReleaseProtocol):
         self._verified: dict[str, Verified] = {}
         self._parsed: dict[str, list] = {}
         self._lock = threading.Lock()
+        # per thread: datasets verified in the current read-only snapshot
+        self._snapshot_state = threading.local()
         self._initialise(bool(create))
 
     @property
@@ -88,6 +91,15 @@ class Ledger(ReleaseProtocol):
         verified by this process; all of it on open) and return the verified
         records: the accounting uses nothing else. Raises
         :class:`LedgerIntegrityError` naming the first bad record."""
+        memo = getattr(self._snapshot_state, "verified", None)
+        if memo is not None and name in memo:
+            return memo[name]
+        state = self._verify_now(conn, name)
+        if memo is not None:
+            memo[name] = state
+        return state
+
+    def _verify_now(self, conn, name: str) -> Verified:
         with self._lock:
             cached = self._verified.get(name)
             if cached is not None:
@@ -101,6 +113,17 @@ class Ledger(ReleaseProtocol):
             state = verify(conn, self.path, name, cached)
             self._verified[name] = state
             return state
+
+    @contextlib.contextmanager
+    def _snapshot(self, conn):
+        """A read-only transaction: one snapshot of the ledger, so a dataset
+        verified once inside it is not verified again (nothing can change it)."""
+        with self._file.transaction(conn, write=False):
+            self._snapshot_state.verified = {}
+            try:
+                yield
+            finally:
+                self._snapshot_state.verified = None
 
     def _connect(self, *, read_only: bool = False):
         return self._file.connect(read_only=read_only)
@@ -272,7 +295,7 @@ class Ledger(ReleaseProtocol):
         name = check_dataset_name(name)
         analyst, cap = _check_analyst(analyst, analyst_budget)
         with self._read() as conn:
-            with self._file.transaction(conn, write=False):
+            with self._snapshot(conn):
                 dataset = self._dataset(conn, name)
                 self._verify(conn, name)
                 count, failed = conn.execute(
@@ -327,7 +350,7 @@ class Ledger(ReleaseProtocol):
         name = check_dataset_name(name)
         analyst, _ = _check_analyst(analyst, None)
         with self._read() as conn:
-            with self._file.transaction(conn, write=False):
+            with self._snapshot(conn):
                 self._dataset(conn, name)
                 self._verify(conn, name)
                 rows = conn.execute("SELECT id, query_key, events, status, result, plan_item, "
@@ -346,7 +369,7 @@ class Ledger(ReleaseProtocol):
         """Every recorded event of a dataset, in order of release."""
         name = check_dataset_name(name)
         with self._read() as conn:
-            with self._file.transaction(conn, write=False):
+            with self._snapshot(conn):
                 self._dataset(conn, name)
                 self._verify(conn, name)
                 return tuple(self._recorded_events(conn, name))
@@ -356,7 +379,7 @@ class Ledger(ReleaseProtocol):
         name = check_dataset_name(name)
         key = canonical_query_key(query_key)
         with self._read() as conn:
-            with self._file.transaction(conn, write=False):
+            with self._snapshot(conn):
                 self._dataset(conn, name)
                 self._verify(conn, name)
                 stored = self._stored(conn, name, key)
@@ -394,7 +417,7 @@ class Ledger(ReleaseProtocol):
         events = _check_events(events)
         events_text = events_to_text(events)
         with self._read() as conn:
-            with self._file.transaction(conn, write=False):
+            with self._snapshot(conn):
                 dataset = self._dataset(conn, name)
                 self._verify(conn, name)
                 if self._stored(conn, name, key) is not None:

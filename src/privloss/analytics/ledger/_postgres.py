@@ -27,8 +27,8 @@ PostgreSQL documentation: advisory locks, transaction isolation; psycopg 3.
 
 Runtime
 -------
-One connection per operation (a few milliseconds on loopback), two short
-transactions per release.
+Connections are reused (:mod:`._idle`: opening one costs a few milliseconds on
+loopback, more than a whole budget check). Two short transactions per release.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import contextlib
 import urllib.parse
 
 from ._errors import LedgerError
+from ._idle import IdleConnections
 from ._store import SCHEMA, SCHEMA_VERSION, explicit_transaction
 
 __all__ = ["PostgresStore", "is_postgres_url", "POSTGRES_SCHEMA"]
@@ -93,6 +94,7 @@ class PostgresStore:
         self.path = _redacted(url)
         self.timeout = timeout
         self._create = create
+        self._idle = IdleConnections()
 
     @staticmethod
     def _psycopg():
@@ -116,8 +118,7 @@ class PostgresStore:
             raise LedgerError(f"{self.path}: schema {POSTGRES_SCHEMA!r} is not a privloss ledger")
 
     # ---- connections -----------------------------------------------------------------
-    @contextlib.contextmanager
-    def connect(self, *, read_only: bool = False, create: bool = False):
+    def _open(self):
         psycopg = self._psycopg()
         try:
             raw = psycopg.connect(self._url, autocommit=True,
@@ -128,11 +129,35 @@ class PostgresStore:
         try:
             raw.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
             raw.execute(f"SET search_path TO {POSTGRES_SCHEMA}")
+        except psycopg.Error as error:
+            raw.close()
+            raise self.translate(error) from error
+        return raw
+
+    @contextlib.contextmanager
+    def connect(self, *, read_only: bool = False, create: bool = False):
+        psycopg = self._psycopg()
+        raw = self._idle.take(None)
+        if raw is None or raw.closed:
+            raw = self._open()
+        try:
             yield _Connection(raw)
         except psycopg.Error as error:
+            raw.close()           # its state after a database error is unknown: not reused
             raise self.translate(error) from error
-        finally:
-            raw.close()
+        except BaseException:
+            self._give_back(raw)
+            raise
+        self._give_back(raw)
+
+    def _give_back(self, raw) -> None:
+        from psycopg.pq import TransactionStatus
+        self._idle.give_back(None, raw, reusable=not raw.closed and
+                             raw.info.transaction_status == TransactionStatus.IDLE)
+
+    def close(self) -> None:
+        """Close this process's idle connections."""
+        self._idle.close()
 
     @staticmethod
     @contextlib.contextmanager

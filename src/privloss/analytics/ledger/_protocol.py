@@ -98,7 +98,7 @@ class ReleaseProtocol:
         decode = _identity if decode is None else decode
 
         with self._read() as conn:           # a repeated query costs nothing
-            with self._file.transaction(conn, write=False):
+            with self._snapshot(conn):
                 dataset = self._dataset(conn, name)
                 self._verify(conn, name)
                 stored = self._stored(conn, name, key)

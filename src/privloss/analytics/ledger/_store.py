@@ -3,9 +3,10 @@ upgrade of schema-1 files.
 
 Definition
 ----------
-:class:`LedgerFile` opens a fresh connection per operation on the *real path*
-of the ledger (symbolic links resolved, so SQLite derives its ``-wal`` and
-``-shm`` names from one name only) after checking, before any open:
+:class:`LedgerFile` connects to the *real path* of the ledger (symbolic links
+resolved, so SQLite derives its ``-wal`` and ``-shm`` names from one name only)
+and reuses idle connections (:mod:`._idle`: closing the last connection
+checkpoints the log with fsyncs), after checking, before every operation:
 
 * the path is a regular file (a device, FIFO or directory is refused before
   SQLite could create a stray ``-journal`` next to it);
@@ -32,7 +33,8 @@ SQLite: write-ahead logging (``-wal``/``-shm`` naming), URI filenames
 
 Runtime
 -------
-A ``stat`` of three paths and one SQLite open per operation.
+A ``stat`` of three paths per operation; an SQLite open only when no idle
+connection is left.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import stat
 import urllib.parse
 
 from ._errors import LedgerError
+from ._idle import IdleConnections
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "LedgerFile", "file_id_of"]
 
@@ -131,6 +134,7 @@ class LedgerFile:
         self.timeout = timeout
         self.path = os.path.realpath(path)
         self._create = create
+        self._idle = IdleConnections()
 
     # ---- checks before any open ---------------------------------------------------
     def check_path(self) -> os.stat_result | None:
@@ -168,26 +172,49 @@ class LedgerFile:
 
     @contextlib.contextmanager
     def connect(self, *, read_only: bool = False, create: bool = False):
-        """A fresh connection in autocommit mode (transactions are explicit).
-        ``read_only``: opened ``mode=ro`` when the file cannot be written."""
+        """A connection in autocommit mode (transactions are explicit), reused
+        from :mod:`._idle` when one is idle. ``read_only``: opened ``mode=ro``
+        when the file cannot be written. The file checks run on every call."""
         status = self.check_path()
         if status is None and not (create and self._create):
             raise LedgerError(f"no ledger file at {self.path}")
         uri = self._uri(read_only=read_only and status is not None and not self.writable(),
                         create=create and self._create)
+        # an immutable (read-only directory) connection would not see later writes
+        reuse = status is not None and "immutable=1" not in uri
+        conn = self._idle.take(uri) if reuse else None
+        if conn is None:
+            conn = self._open(uri)
         try:
-            conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
+            yield conn
+        except sqlite3.Error as error:
+            conn.close()          # its state after a database error is unknown: not reused
+            raise self.translate(error) from error
+        except BaseException:
+            self._idle.give_back(uri, conn, reusable=reuse and not conn.in_transaction)
+            raise
+        self._idle.give_back(uri, conn, reusable=reuse and not conn.in_transaction)
+
+    def _open(self, uri: str):
+        try:
+            # one thread at a time uses a connection (taken from and given back to the
+            # idle stack under its lock), so it may move between threads
+            conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None,
+                                   check_same_thread=False)
         except sqlite3.Error as error:
             raise self.translate(error) from error
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
-            yield conn
         except sqlite3.Error as error:
-            raise self.translate(error) from error
-        finally:
             conn.close()
+            raise self.translate(error) from error
+        return conn
+
+    def close(self) -> None:
+        """Close this process's idle connections."""
+        self._idle.close()
 
     @staticmethod
     @contextlib.contextmanager
