@@ -2,19 +2,21 @@
 
 Every bound in :mod:`privloss.accounting.candidates` is a valid upper bound
 under its stated assumptions, so the minimum over the applicable ones (all at
-the same target) is valid too (composition.md §9).
+the same target) is valid too (composition.md §9). A bound that is the exact
+optimum for the profile (:mod:`privloss.accounting.exact_optima`) ends the search:
+no valid bound is below it.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 
 from privloss.accounting.candidates import CANDIDATES, Candidate
 from privloss.accounting.profile import Profile, flatten
 from privloss.bounds._numeric import Bracket, check_nonnegative, check_probability
 from privloss.events import Composed, Event, Interaction
-from privloss.pld._law import GridTooLargeError
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,52 @@ _NOT_PROVEN = {
 }
 
 
+def _out_of_range_errors() -> tuple[type[BaseException], ...]:
+    """What a bound raises when its arithmetic cannot represent the parameters. Read
+    when an exception is being matched: GridTooLargeError can only come from the PLD
+    package, and looking it up in sys.modules keeps that package off the import path
+    of the accountant (issue 12 item 8)."""
+    law = sys.modules.get("privloss.pld._law")
+    return (OverflowError,) if law is None else (OverflowError, law.GridTooLargeError)
+
+
+def _answer(candidate: Candidate, profile: Profile, target: str,
+            target_value: float) -> BoundResult:
+    """One applicable candidate's row (its bound evaluated at the target)."""
+    compute = candidate.epsilon if target == "delta" else candidate.delta
+    try:
+        answer = compute(profile, target_value)
+    except _out_of_range_errors() as error:
+        # this bound's arithmetic cannot represent the parameters (e.g. epsilon ~ 1e6);
+        # dropping it is safe: every other row is a valid bound on its own
+        return BoundResult(candidate.name, candidate.theorem, False, None,
+                           f"out of its numeric range ({error})")
+    lower = None
+    if isinstance(answer, Bracket):          # charge the certified upper end
+        answer, lower = answer.upper, float(answer.lower)
+    value = float(answer)
+    if math.isnan(value):       # never let NaN through as an answer
+        value = math.inf if target == "delta" else 1.0
+    return BoundResult(candidate.name, candidate.theorem, True, value, "applies", lower)
+
+
+def _settled_by(candidate: Candidate, row: BoundResult, profile: Profile,
+                interaction: Interaction, target: str) -> str | None:
+    """Why no other bound need be evaluated after ``row``, or None: the candidate is an
+    exact optimum for this profile (``Candidate.exact_when``) and gave a usable answer
+    (a finite epsilon, a delta below 1; else the others may still do better numerically)."""
+    exact_when = getattr(candidate, "exact_when", None)
+    if exact_when is None or not row.applies:
+        return None
+    if not (math.isfinite(row.value) if target == "delta" else row.value < 1.0):
+        return None
+    statement = exact_when(profile, interaction)
+    if statement is None:
+        return None
+    return (f"not evaluated: {candidate.name} is the exact optimum here ({statement}); "
+            f"no valid bound is lower")
+
+
 def _evaluate(profile: Profile, interaction: Interaction, target: str, target_value: float,
               candidates: tuple[Candidate, ...]) -> AccountingResult:
     if profile.has_non_private:
@@ -91,32 +139,26 @@ def _evaluate(profile: Profile, interaction: Interaction, target: str, target_va
     if profile.is_empty:
         return AccountingResult(target, target_value, 0.0, "empty", ())
     rows: list[BoundResult] = []
-    for candidate in candidates:
+    settled: str | None = None
+    # candidates that may be exact optima first: once one has answered, no other bound
+    # can be lower (beyond its rounding), so none is evaluated (exact_optima.py); the
+    # table is sorted by value below, so this order does not show
+    ordered_candidates = sorted(candidates, key=lambda c: getattr(c, "exact_when", None) is None)
+    for candidate in ordered_candidates:
         models = getattr(candidate, "models", ())
         if interaction not in models:
             rows.append(BoundResult(candidate.name, candidate.theorem, False, None,
                                     _NOT_PROVEN.get(interaction, "not proven for this interaction")))
             continue
         reason = candidate.why_not(profile, interaction)
+        if reason is None and settled is not None:
+            reason = settled
         if reason is not None:
             rows.append(BoundResult(candidate.name, candidate.theorem, False, None, reason))
             continue
-        compute = candidate.epsilon if target == "delta" else candidate.delta
-        try:
-            answer = compute(profile, target_value)
-        except (OverflowError, GridTooLargeError) as error:
-            # this bound's arithmetic cannot represent the parameters (e.g. epsilon ~ 1e6);
-            # dropping it is safe: every other row is a valid bound on its own
-            rows.append(BoundResult(candidate.name, candidate.theorem, False, None,
-                                    f"out of its numeric range ({error})"))
-            continue
-        lower = None
-        if isinstance(answer, Bracket):          # charge the certified upper end
-            answer, lower = answer.upper, float(answer.lower)
-        value = float(answer)
-        if math.isnan(value):       # never let NaN through as an answer
-            value = math.inf if target == "delta" else 1.0
-        rows.append(BoundResult(candidate.name, candidate.theorem, True, value, "applies", lower))
+        row = _answer(candidate, profile, target, target_value)
+        rows.append(row)
+        settled = _settled_by(candidate, row, profile, interaction, target)
     ordered = _sorted(rows)
     best = next((row for row in ordered if row.applies), None)
     if best is None:
@@ -144,6 +186,10 @@ class PrivacyAccountant:
     Guarantee: :meth:`epsilon` returns the minimum, over every bound whose
     assumptions hold, of that bound's epsilon at the target delta; each bound
     is a valid upper bound, so the minimum is one too. :meth:`delta` likewise.
+    When a bound that is the exact optimum for the profile has answered (equal
+    (epsilon, delta)-DP events: Theorem 1; equal-epsilon BR mixes where Theorems
+    2, 3 apply; Gaussians only: exact GDP), the others are not evaluated (their
+    rows say so): none can be lower, beyond the optimum's outward rounding.
     Runtime: dominated by the exact bounds (O(k) to O(k^2) for k mechanisms;
     the exact adaptive recursion only for up to six mechanisms).
     """

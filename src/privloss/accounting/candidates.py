@@ -3,10 +3,16 @@ is valid. A candidate either applies to a profile and interaction, giving an
 epsilon at a target delta and a delta at a target epsilon, or says why not.
 
 Adding a bound = adding one :class:`Candidate` to :data:`CANDIDATES`.
+
+Each bound's module (``privloss.bounds.*``, the PLD package) is imported when the
+candidate is first evaluated (:func:`_bounds`), not with this module: SciPy's
+optimiser, ``scipy.fft`` and the PLD stack cost 0.2 to 0.3 s of a CLI start-up that
+may need none of them (issue 12 item 8; tests/cli/test_startup.py).
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,18 +21,25 @@ import numpy as np
 
 from privloss.accounting import pld_bound
 from privloss.accounting.profile import Profile
-from privloss.bounds import (adaptive_sequence, advanced, basic, heterogeneous_dp, optimal_br,
-                             optimal_dp, rdp, setwise, zcdp)
 from privloss.accounting.sampled_candidates import (gaussian_mus, need_gaussian_only,
                                                    need_subsampled_gaussian, need_subsampled_pld,
                                                    skip_if_gaussian_dp, subsampled_pld_delta,
                                                    subsampled_pld_epsilon, subsampled_rdp_delta,
                                                    subsampled_rdp_epsilon)
-from privloss.bounds import gaussian_dp
+from privloss.accounting.exact_optima import (exact_gaussian, exact_theorem1, exact_theorem2,
+                                              exact_theorem3)
 from privloss.events import Interaction
 
-#: Largest number of mechanisms composed by the exact adaptive recursion.
-ADAPTIVE_RECURSION_LIMIT = adaptive_sequence.MAX_SEQUENCE_LENGTH
+
+def _bounds(name: str):
+    """The module ``privloss.bounds.<name>``, imported on first use (then a dict lookup)."""
+    return importlib.import_module(f"privloss.bounds.{name}")
+
+
+#: Largest number of mechanisms composed by the exact adaptive recursion: its module's
+#: MAX_SEQUENCE_LENGTH, spelled out so that deciding applicability imports no bound
+#: (tests/cli/test_startup.py checks that they agree).
+ADAPTIVE_RECURSION_LIMIT = 20
 #: Largest number of mechanisms for the heterogeneous optimal-DP lattice bound.
 HETEROGENEOUS_LIMIT = 10_000
 #: Bracket width the heterogeneous bound is refined to; only its certified upper
@@ -61,6 +74,10 @@ class Candidate:
     #: the default leaves out fully-adaptive: a new bound must opt in with a filter theorem
     models: frozenset = frozenset({Interaction.NON_ADAPTIVE, Interaction.ADAPTIVE,
                                    Interaction.SETWISE})
+    #: returns the theorem by which this bound's answer IS the optimum for the profile
+    #: (no valid bound can be lower), else None; checked after ``models`` and ``why_not``.
+    #: Once such a bound has answered, the accountant evaluates no other candidate.
+    exact_when: Callable[[Profile, Interaction], str | None] | None = None
 
 
 # --------------------------------------------------------------------------
@@ -283,8 +300,10 @@ def _finite(xi: float, rho: float) -> bool:
     return math.isfinite(xi) and math.isfinite(rho)
 
 
-def _zcdp_epsilon(convert):
+def _zcdp_epsilon(conversion: str):
+    """The epsilon of ``privloss.bounds.zcdp.<conversion>`` applied to the profile's totals."""
     def epsilon(profile: Profile, target_delta: float) -> float:
+        convert = getattr(_bounds("zcdp"), conversion)
         slack = _slack(profile, target_delta)
         xi, rho = profile.zcdp_totals()
         if slack < 0 or (slack == 0 and rho > 0) or not _finite(xi, rho):
@@ -293,8 +312,9 @@ def _zcdp_epsilon(convert):
     return epsilon
 
 
-def _zcdp_delta(convert):
+def _zcdp_delta(conversion: str):
     def delta(profile: Profile, target_epsilon: float) -> float:
+        convert = getattr(_bounds("zcdp"), conversion)
         xi, rho = profile.zcdp_totals()
         if not _finite(xi, rho):
             return 1.0
@@ -309,16 +329,17 @@ def _rdp_epsilon(profile: Profile, target_delta: float) -> float:
         return math.inf
     if slack == 0 and (rho > 0 or profile.br_epsilons.size or profile.conditional_dp_epsilons.size):
         return math.inf
-    return rdp.rdp_epsilon(min(slack, 1.0), dp_epsilons=profile.conditional_dp_epsilons,
-                           br_epsilons=profile.br_epsilons, xi=xi, rho=rho)
+    return _bounds("rdp").rdp_epsilon(min(slack, 1.0),
+                                      dp_epsilons=profile.conditional_dp_epsilons,
+                                      br_epsilons=profile.br_epsilons, xi=xi, rho=rho)
 
 
 def _rdp_delta(profile: Profile, target_epsilon: float) -> float:
     xi, rho = profile.zcdp_totals_without_pure()
     if not _finite(xi, rho):
         return 1.0
-    value = rdp.rdp_delta(target_epsilon, dp_epsilons=profile.conditional_dp_epsilons,
-                          br_epsilons=profile.br_epsilons, xi=xi, rho=rho)
+    value = _bounds("rdp").rdp_delta(target_epsilon, dp_epsilons=profile.conditional_dp_epsilons,
+                                     br_epsilons=profile.br_epsilons, xi=xi, rho=rho)
     return min(1.0, value + profile.conditional_delta_total)
 
 
@@ -384,74 +405,82 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate(
         "basic", "basic composition (sum of epsilons and deltas) [DMNS06]",
         _need_dp_like,
-        lambda p, d: basic.basic_epsilon(_eps(p), d, deltas=_dels(p)),
-        lambda p, e: basic.basic_delta(_eps(p), e, deltas=_dels(p)),
+        lambda p, d: _bounds("basic").basic_epsilon(_eps(p), d, deltas=_dels(p)),
+        lambda p, e: _bounds("basic").basic_delta(_eps(p), e, deltas=_dels(p)),
         models=ALL_MODELS,
     ),
     Candidate(
         "drv-advanced", "advanced composition [DRV10] Thm III.3",
         _need_homogeneous_dp_like,
-        lambda p, d: advanced.drv_epsilon(_uniform(p)[0], _uniform(p)[1], d, delta0=_uniform(p)[2]),
-        lambda p, e: advanced.drv_delta(_uniform(p)[0], _uniform(p)[1], e, delta0=_uniform(p)[2]),
+        lambda p, d: _bounds("advanced").drv_epsilon(*_uniform(p)[:2], d, delta0=_uniform(p)[2]),
+        lambda p, e: _bounds("advanced").drv_delta(*_uniform(p)[:2], e, delta0=_uniform(p)[2]),
         models=FIXED_PARAMETER_MODELS,
     ),
     Candidate(
         "kov-advanced", "heterogeneous advanced composition [KOV] Thm 3.5",
         _need_dp_like,
-        lambda p, d: advanced.kov_epsilon(_eps(p), d, deltas=_dels(p)),
-        lambda p, e: advanced.kov_delta(_eps(p), e, deltas=_dels(p)),
+        lambda p, d: _bounds("advanced").kov_epsilon(_eps(p), d, deltas=_dels(p)),
+        lambda p, e: _bounds("advanced").kov_delta(_eps(p), e, deltas=_dels(p)),
         models=SEQUENCE_MODELS,
     ),
     Candidate(
         "optimal-dp", "optimal homogeneous DP composition [CR] Thm 1 = [KOV] Thm 3.3",
         _need_homogeneous_dp_like,
-        lambda p, d: optimal_dp.optimal_dp_epsilon(*_uniform(p)[:2], d, delta0=_uniform(p)[2]),
-        lambda p, e: optimal_dp.optimal_dp_delta(*_uniform(p)[:2], e, delta0=_uniform(p)[2]),
+        lambda p, d: _bounds("optimal_dp").optimal_dp_epsilon(*_uniform(p)[:2], d,
+                                                              delta0=_uniform(p)[2]),
+        lambda p, e: _bounds("optimal_dp").optimal_dp_delta(*_uniform(p)[:2], e,
+                                                            delta0=_uniform(p)[2]),
         models=FIXED_PARAMETER_MODELS,
+        exact_when=exact_theorem1,
     ),
     Candidate(
         "optimal-dp-heterogeneous", "optimal heterogeneous DP composition [MV] Thm 1.5 (certified lattice)",
         _need_heterogeneous_dp,
-        lambda p, d: heterogeneous_dp.heterogeneous_dp_epsilon(
+        lambda p, d: _bounds("heterogeneous_dp").heterogeneous_dp_epsilon(
             _eps(p), d, deltas=_dels(p), tolerance=HETEROGENEOUS_TOLERANCE),
-        lambda p, e: heterogeneous_dp.heterogeneous_dp_delta(_eps(p), e, deltas=_dels(p)),
+        lambda p, e: _bounds("heterogeneous_dp").heterogeneous_dp_delta(_eps(p), e,
+                                                                        deltas=_dels(p)),
         models=SEQUENCE_MODELS,
     ),
     Candidate(
         "optimal-br-nonadaptive", "optimal non-adaptive BR composition [CR] Thm 2 = [DDR] Thm 3 "
         "(heterogeneous epsilons rounded up to the largest)",
         _need_nonadaptive_br,
-        lambda p, d: optimal_br.theorem2_epsilon(p.size, _max_pure_epsilon(p), d),
-        lambda p, e: optimal_br.theorem2_delta(p.size, _max_pure_epsilon(p), e),
+        lambda p, d: _bounds("optimal_br").theorem2_epsilon(p.size, _max_pure_epsilon(p), d),
+        lambda p, e: _bounds("optimal_br").theorem2_delta(p.size, _max_pure_epsilon(p), e),
         models=frozenset({Interaction.NON_ADAPTIVE}),
+        exact_when=exact_theorem2,
     ),
     Candidate(
         "optimal-mixed", "optimal non-adaptive DP + BR composition [CR] Thm 3 (adaptive with one "
         "BR: Cor. 5.1); heterogeneous epsilons rounded up to the largest",
         _need_theorem3,
-        lambda p, d: optimal_br.theorem3_epsilon(p.size - p.count_br, p.count_br, _max_pure_epsilon(p), d),
-        lambda p, e: optimal_br.theorem3_delta(p.size - p.count_br, p.count_br, _max_pure_epsilon(p), e),
+        lambda p, d: _bounds("optimal_br").theorem3_epsilon(p.size - p.count_br, p.count_br,
+                                                            _max_pure_epsilon(p), d),
+        lambda p, e: _bounds("optimal_br").theorem3_delta(p.size - p.count_br, p.count_br,
+                                                          _max_pure_epsilon(p), e),
         models=SEQUENCE_MODELS,
+        exact_when=exact_theorem3,
     ),
     Candidate(
         "adaptive-sequence", "exact adaptive DP/BR recursion [CR] Lemma 5.1 (certified upper end)",
         _need_sequence,
-        lambda p, d: adaptive_sequence.adaptive_sequence_epsilon(_sequence(p), d),
-        lambda p, e: adaptive_sequence.adaptive_sequence_delta(_sequence(p), e),
+        lambda p, d: _bounds("adaptive_sequence").adaptive_sequence_epsilon(_sequence(p), d),
+        lambda p, e: _bounds("adaptive_sequence").adaptive_sequence_delta(_sequence(p), e),
         models=SEQUENCE_MODELS,
     ),
     Candidate(
         "ddr-adaptive-br", "efficient adaptive BR bound [DDR] Cor. 3.1 / Prop. 4",
         _need_all_br,
-        lambda p, d: setwise.ddr_adaptive_br_epsilon(p.br_epsilons, d),
-        lambda p, e: setwise.ddr_adaptive_br_delta(p.br_epsilons, e),
+        lambda p, d: _bounds("setwise").ddr_adaptive_br_epsilon(p.br_epsilons, d),
+        lambda p, e: _bounds("setwise").ddr_adaptive_br_delta(p.br_epsilons, e),
         models=FIXED_PARAMETER_MODELS,
     ),
     Candidate(
         "setwise-eq3", "set-wise adaptive DP/BR/CDP bound [CR] eq. (3)",
         _need_setwise,
-        lambda p, d: setwise.setwise_epsilon(d, **_setwise_kwargs(p)),
-        lambda p, e: setwise.setwise_delta(e, **_setwise_kwargs(p)),
+        lambda p, d: _bounds("setwise").setwise_epsilon(d, **_setwise_kwargs(p)),
+        lambda p, e: _bounds("setwise").setwise_delta(e, **_setwise_kwargs(p)),
         models=FIXED_PARAMETER_MODELS,
     ),
     Candidate(
@@ -464,8 +493,8 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate(
         "filter-zcdp", "zCDP filter [FZ21] / approximate zCDP filter [WRRW23] + [CKS] Cor. 13",
         _always,
-        _zcdp_epsilon(zcdp.zcdp_epsilon_tight),
-        _zcdp_delta(zcdp.zcdp_delta_tight),
+        _zcdp_epsilon("zcdp_epsilon_tight"),
+        _zcdp_delta("zcdp_delta_tight"),
         models=FILTER_MODELS,
     ),
     Candidate(
@@ -479,15 +508,15 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate(
         "zcdp-simple", "zCDP composition + [BS16] Prop 1.3 (approximate zCDP: [CR] Lemma 3.4)",
         _always,
-        _zcdp_epsilon(zcdp.zcdp_epsilon_simple),
-        _zcdp_delta(zcdp.zcdp_delta_simple),
+        _zcdp_epsilon("zcdp_epsilon_simple"),
+        _zcdp_delta("zcdp_delta_simple"),
         models=FIXED_PARAMETER_MODELS,  # fully-adaptive: see the filter-* candidates
     ),
     Candidate(
         "zcdp-tight", "zCDP composition + tight conversion [CKS] Cor. 13",
         _always,
-        _zcdp_epsilon(zcdp.zcdp_epsilon_tight),
-        _zcdp_delta(zcdp.zcdp_delta_tight),
+        _zcdp_epsilon("zcdp_epsilon_tight"),
+        _zcdp_delta("zcdp_delta_tight"),
         models=FIXED_PARAMETER_MODELS,  # fully-adaptive: see the filter-* candidates
     ),
     Candidate(
@@ -511,9 +540,10 @@ CANDIDATES: tuple[Candidate, ...] = (
         "gaussian-dp", "exact Gaussian DP composition: mu = sqrt(sum (s_i/sigma_i)^2) and the GDP "
         "profile [Dong-Roth-Su 2022 Cor. 2.13, 3.3; fully adaptive: Smith-Thakurta 2022]",
         need_gaussian_only,
-        lambda p, d: gaussian_dp.gaussian_composition_epsilon(gaussian_mus(p), d),
-        lambda p, e: gaussian_dp.gaussian_composition_delta(gaussian_mus(p), e),
-        models=frozenset(Interaction.parse(value) for value in gaussian_dp.INTERACTIONS),
+        lambda p, d: _bounds("gaussian_dp").gaussian_composition_epsilon(gaussian_mus(p), d),
+        lambda p, e: _bounds("gaussian_dp").gaussian_composition_delta(gaussian_mus(p), e),
+        models=ALL_MODELS,      # = privloss.bounds.gaussian_dp.INTERACTIONS (tested)
+        exact_when=exact_gaussian,
     ),
     Candidate(
         "pld-subsampled", "certified PLD of Poisson-subsampled Laplace/Gaussian (add/remove; "

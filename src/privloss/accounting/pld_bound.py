@@ -3,19 +3,26 @@ named mechanisms (and the worst-case PLDs of pure and approximate DP events).
 
 Its answer is a certified bracket; the accountant charges the upper end and
 reports the lower one (``epsilon_lower`` / ``delta_lower`` in JSON).
+
+The PLD package (``scipy.fft`` and the grid machinery, ~0.15 s to import) is
+imported when a PLD is first built, not with this module: the applicability rules
+below run for every profile (issue 12 item 8).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from privloss import pld
 from privloss.accounting.profile import Profile
-from privloss.bounds import Bracket
 from privloss.events import (MECHANISM_EVENTS, ApproxDP, BoundedRange, DiscreteGaussian,
                              DiscreteLaplace, Gaussian, Interaction, Laplace, PureDP,
                              RandomizedResponse)
+
+if TYPE_CHECKING:
+    from privloss import pld
+    from privloss.bounds import Bracket
 
 #: events a PLD is known for (worst-case PLDs for PureDP, ApproxDP and BoundedRange;
 #: the BR one is the adaptive-valid envelope over t, privloss.pld.bounded_range_pld)
@@ -27,6 +34,8 @@ PLD_LIMIT = 1_000_000
 
 
 def _single(event) -> pld.PrivacyLossDistribution:
+    from privloss import pld
+
     if isinstance(event, Laplace):
         return pld.laplace_pld(event.scale, sensitivity=event.sensitivity)
     if isinstance(event, Gaussian):
@@ -53,6 +62,8 @@ def _key(event):
 @lru_cache(maxsize=16)
 def composed_pld(atoms: tuple) -> pld.PrivacyLossDistribution:
     """PLD of the whole profile (cached: the filter asks again and again)."""
+    from privloss import pld
+
     counts: Counter = Counter()
     representative = {}
     for event, count in atoms:

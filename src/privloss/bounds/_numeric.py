@@ -144,12 +144,40 @@ def safe_delta(value: float) -> float:
 # log-space helpers
 # --------------------------------------------------------------------------
 
-def log_binomial(n, k):
-    """log C(n, k) via gammaln; vectorised over ``k``."""
-    from scipy.special import gammaln
+#: up to this many values, log-gamma runs through ``math.lgamma`` (a few ulps, like
+#: SciPy's ``gammaln``), so small problems never import ``scipy.special`` (0.2 s)
+_SMALL_GAMMA = 4096
 
+
+def log_gamma(x):
+    """log Gamma(x) for x > 0, vectorised (``math.lgamma`` for small inputs,
+    ``scipy.special.gammaln`` for large arrays; both accurate to a few ulps)."""
+    x = np.asarray(x, dtype=float)
+    if x.size <= _SMALL_GAMMA:
+        if x.ndim == 0:
+            return np.float64(math.lgamma(float(x)))
+        return np.fromiter((math.lgamma(value) for value in x.ravel()), dtype=float,
+                           count=x.size).reshape(x.shape)
+    from scipy.special import gammaln
+    return gammaln(x)
+
+
+def log_binomial(n, k):
+    """log C(n, k) via log-gamma; vectorised over ``k``."""
     k = np.asarray(k, dtype=float)
-    return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+    return log_gamma(n + 1.0) - log_gamma(k + 1.0) - log_gamma(n - k + 1.0)
+
+
+def logsumexp(values) -> float:
+    """log(sum(exp(values))) of a 1-d sequence, shifted by its maximum (-inf
+    when empty or all -inf; +inf if any value is +inf)."""
+    values = np.asarray(values, dtype=float).ravel()
+    if values.size == 0:
+        return -math.inf
+    top = float(np.max(values))
+    if math.isinf(top):
+        return top
+    return top + math.log(float(np.sum(np.exp(values - top))))
 
 
 def log1mexp(x):
