@@ -41,7 +41,7 @@ def _bounds(name: str):
 #: (tests/cli/test_startup.py checks that they agree).
 ADAPTIVE_RECURSION_LIMIT = 20
 #: Largest number of mechanisms for the heterogeneous optimal-DP lattice bound.
-HETEROGENEOUS_LIMIT = 10_000
+HETEROGENEOUS_LIMIT = 100_000
 #: Bracket width the heterogeneous bound is refined to; only its certified upper
 #: end is charged, so a coarser bracket costs a little tightness, never validity.
 HETEROGENEOUS_TOLERANCE = 1e-3

@@ -24,6 +24,14 @@ EXACT_LATTICE_POINTS = 1 << 20
 MAX_LATTICE_WORK = 1e10
 #: Up to this many mechanisms the main functions enumerate (exact) instead of bracketing.
 AUTO_ENUMERATION_K = 14
+#: The spectral construction (tilted characteristic functions) replaces the k-pass
+#: programme from this many mechanisms and this much shift-and-add work on.
+SPECTRAL_MIN_MECHANISMS = 1001
+SPECTRAL_MIN_WORK = 3e7
+#: Longest window of the spectral construction (peak memory: about 80 bytes a point).
+SPECTRAL_MAX_POINTS = 1 << 23
+#: Work of one spectral lattice point per log2(length), in shift-and-add units.
+SPECTRAL_POINT_WORK = 4.0
 
 
 # --------------------------------------------------------------------------
@@ -193,6 +201,18 @@ def _statistic_pair(eps: np.ndarray, step: float, threshold: float) -> _Statisti
 
 
 def _bracket_cost(eps: np.ndarray, step: float, threshold: float) -> tuple[int, float]:
+    """(lattice length, work in shift-and-add units) of the construction used at ``step``."""
+    if _spectral_worthwhile(eps, step, threshold):
+        # kernel i spans 2 floor(eps_i / h) + 2 steps: its deviation is at most half that
+        deviation = math.sqrt(float(np.sum((eps / step + 1.0) ** 2)))
+        length = int(2 * 7.0 * deviation * 1.05) + 64
+        if length > SPECTRAL_MAX_POINTS:
+            return length, math.inf
+        return length, SPECTRAL_POINT_WORK * length * max(1.0, math.log2(length))
+    return _dp_cost(eps, step, threshold)
+
+
+def _dp_cost(eps: np.ndarray, step: float, threshold: float) -> tuple[int, float]:
     """(estimated lattice length after pruning, work = k * length) at ``step``.
 
     States below ``threshold`` lie ~ sqrt(2 log(1/threshold)) standard deviations
@@ -207,10 +227,38 @@ def _bracket_cost(eps: np.ndarray, step: float, threshold: float) -> tuple[int, 
     return length, float(eps.size) * length
 
 
-def _bracket_laws(eps: np.ndarray, step: float, threshold: float):
+def _spectral_worthwhile(eps: np.ndarray, step: float, threshold: float) -> bool:
+    """Use the spectral construction when the k-pass programme would be slow."""
+    if eps.size < SPECTRAL_MIN_MECHANISMS:
+        return False
+    _, work = _dp_cost(eps, step, threshold)
+    # each pass of the programme also costs ~10 us of interpreter time
+    return work + 3000.0 * eps.size >= SPECTRAL_MIN_WORK
+
+
+def _bracket_laws(eps: np.ndarray, step: float, threshold: float, centers=None):
+    """(upper law, lower pair) at ``step``; ``centers`` = (upper, lower) losses of
+    interest for the spectral construction's tilts (None: no tilt)."""
     order = np.argsort(eps, kind="stable")   # small first: the support grows slowly
     eps = eps[order]
-    return _mixture_law(eps, step, threshold), _statistic_pair(eps, step, threshold)
+    upper = lower = None
+    if _spectral_worthwhile(eps, step, threshold):
+        from privloss.bounds import _heterogeneous_spectral as spectral
+        up_center, low_center = centers if centers is not None else (None, None)
+        n = _floor_index(eps, step)
+        kernels = spectral.mixture_kernels(eps, step, n, _mixture_weights(eps, n * step, step))
+        upper = spectral.mixture_law(kernels, step, up_center, SPECTRAL_MAX_POINTS)
+        lower = spectral.statistic_pair(eps, step, low_center, SPECTRAL_MAX_POINTS)
+        if (upper is None or lower is None) and centers is not None:
+            # rather than run a huge programme: a refinement keeps the previous pass's
+            # valid laws, the first pass retries without tilt (centres None)
+            if _dp_cost(eps, step, threshold)[1] > MAX_LATTICE_WORK:
+                raise _LatticeTooLarge("the spectral construction declined this step")
+    if upper is None:
+        upper = _mixture_law(eps, step, threshold)
+    if lower is None:
+        lower = _statistic_pair(eps, step, threshold)
+    return upper, lower
 
 
 # --------------------------------------------------------------------------

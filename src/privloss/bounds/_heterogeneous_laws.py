@@ -15,6 +15,8 @@ from privloss.bounds._recurrence import decayed_cumsum
 _U = 2.0 ** -53
 #: Smallest positive double; bounds the absolute error of one underflowing operation.
 _TINY = 5e-324
+#: Entries of a lattice law evaluated at once (bounds the temporaries of long laws).
+_CHUNK = 1 << 21
 
 
 # --------------------------------------------------------------------------
@@ -45,6 +47,9 @@ class _LossLaw:
     ``relative_error`` bounds the entrywise relative error of ``mass``; ``dropped``
     bounds the P-mass removed by pruning; ``absolute_error`` covers underflow.
     ``upward`` says whether evaluations round up (upper bound) or down.
+    A spectral (tilted) law adds exp(``tilt_log_error`` - ``tilt`` epsilon_g / step)
+    to upper evaluations: its L1 error times the untilting factor at epsilon_g
+    (:mod:`privloss.bounds._lattice_fft`); ``tilt >= 0``.
     """
 
     step: float
@@ -55,20 +60,55 @@ class _LossLaw:
     dropped: float
     absolute_error: float
     upward: bool
+    tilt: float = 0.0
+    tilt_log_error: float = -math.inf
 
     def _index(self) -> np.ndarray:
         return self.offset + self.stride * np.arange(self.mass.size, dtype=np.int64)
 
+    def tilt_error(self, epsilon_g: float) -> float:
+        """Additive error of a spectral law at epsilon_g (losses above it only)."""
+        if self.tilt_log_error == -math.inf:
+            return 0.0
+        scaled = epsilon_g / self.step
+        exponent = self.tilt_log_error - self.tilt * scaled
+        exponent += 4 * _U * (abs(self.tilt_log_error) + abs(self.tilt * scaled)) + 1e-12
+        return math.exp(min(exponent, 700.0))
+
+    def _first_active(self, epsilon_g: float) -> int:
+        """An index at or (a few entries) below the first loss above epsilon_g."""
+        if not math.isfinite(epsilon_g):
+            return self.mass.size if epsilon_g > 0 else 0
+        position = (epsilon_g / self.step - self.offset) / self.stride
+        return int(min(max(math.floor(position) - 4, 0), self.mass.size))
+
     def value(self, epsilon_g: float) -> float:
         """E_P[(1 - e^{epsilon_g - L})_+], rounded in the direction of the bound."""
-        index = self._index()
+        # entries far below epsilon_g are inactive (x < 0) and need not be formed;
+        # long (spectral) laws are summed in chunks to bound the temporary memory
+        raw, count, split_error = 0.0, 0, 0.0
+        for begin in range(self._first_active(epsilon_g), self.mass.size, _CHUNK):
+            chunk_raw, chunk_count, chunk_split = self._partial_value(
+                epsilon_g, begin, min(begin + _CHUNK, self.mass.size))
+            raw += chunk_raw
+            count += chunk_count
+            split_error += chunk_split
+        # per term: mass rel. error + 2u (gap) + u (expm1) + u (product); a sum of
+        # n non-negative terms in any order (chunks included): (n - 1) u.
+        relative = self.relative_error + (count + 6) * _U
+        if self.upward:
+            return (raw * (1 + relative) + self.dropped + self.absolute_error + split_error
+                    + self.tilt_error(epsilon_g))
+        return max(0.0, raw * (1 - relative) - self.absolute_error - split_error)
+
+    def _partial_value(self, epsilon_g: float, begin: int, end: int) -> tuple[float, int, float]:
+        """(sum of the active terms, their number, split error) over entries [begin, end)."""
+        mass = self.mass[begin:end]
+        index = self.offset + self.stride * np.arange(begin, end, dtype=np.int64)
         x = _gaps(epsilon_g, index, self.step)
         active = x < 0
-        terms = self.mass[active] * -np.expm1(x[active])
+        terms = mass[active] * -np.expm1(x[active])
         raw = float(np.sum(terms))
-        # per term: mass rel. error + 2u (gap) + u (expm1) + u (product); a sum of
-        # n non-negative terms in any order: (n - 1) u.
-        relative = self.relative_error + (terms.size + 6) * _U
         # with a long step, rounding index * low (and the subtraction before it)
         # moves x by <= 2u |index low|: a term by <= mass e^min(x,0) 2u |index low|,
         # including terms whose sign of x flipped (hence the margin)
@@ -77,14 +117,37 @@ class _LossLaw:
         if low > 0:
             moved = 2.02 * _U * low * np.abs(index)
             near = x < moved
-            weights = self.mass[near] * np.exp(np.minimum(x[near], 0.0)) * moved[near]
+            weights = mass[near] * np.exp(np.minimum(x[near], 0.0)) * moved[near]
             split_error = 1.01 * float(np.sum(weights))
-        if self.upward:
-            return raw * (1 + relative) + self.dropped + self.absolute_error + split_error
-        return max(0.0, raw * (1 - relative) - self.absolute_error - split_error)
+        return raw, int(terms.size), split_error
 
     def root(self, level: float) -> float:
         """Approximately the smallest epsilon_g >= 0 with value(epsilon_g) <= level."""
+        if not (self.upward and self.tilt_log_error > -math.inf):
+            return self._root(level)
+        # spectral law: also leave room for the summation error of value() ...
+        level /= 1 + (self.mass.size + 8) * _U
+        guess = self._root(level)
+        if math.isfinite(guess):
+            # ... and for the tilt error, which decreases in epsilon_g: solving with
+            # it taken at the first guess gives a point where value() <= level
+            better = self._root(level - self.tilt_error(guess))
+            if math.isfinite(better):
+                guess = better
+        return guess
+
+    def _root_start(self, level: float) -> int:
+        """An entry below the root: value(l) >= (1 - e^-1) P(L > l + 1), so the root lies
+        above l_t - 1 for the last t with P(L > l_t) > level / 0.63."""
+        tail = np.cumsum(self.mass[::-1])[::-1]             # tail[t] = P(L >= l_t)
+        above = np.flatnonzero(tail > level / 0.63)
+        del tail
+        if above.size == 0:
+            return 0
+        distance = int(math.ceil(1.0 / (self.step * self.stride))) + 4
+        return max(0, int(above[-1]) - 1 - distance)
+
+    def _root(self, level: float) -> float:
         if self.upward:
             level = ((level - self.dropped - self.absolute_error)
                      / (1 + self.relative_error + 8 * _U))
@@ -92,8 +155,19 @@ class _LossLaw:
             level = (level + self.absolute_error) / (1 - self.relative_error - 8 * _U)
         if level < 0:
             return math.inf
-        losses = self._index() * self.step
-        mass = self.mass
+        # long laws: work above an entry known to lie below the root (sums over the
+        # entries above t are then unchanged); entry 0 found there means no cut
+        begin = self._root_start(level) if self.mass.size > _CHUNK else 0
+        if begin > 0:
+            root = self._root_from(level, begin)
+            if root is not None:
+                return root
+        return self._root_from(level, 0)
+
+    def _root_from(self, level: float, begin: int) -> float | None:
+        losses = (self.offset + self.stride * np.arange(begin, self.mass.size,
+                                                        dtype=np.int64)) * self.step
+        mass = self.mass[begin:]
         # tail[t] = P(L > l_t); tilt[t] = sum_{t' > t} P_t' e^{l_t - l_t'} (stable recursion)
         decay = math.exp(-self.stride * self.step)
         tail = np.concatenate([np.cumsum(mass[::-1])[::-1][1:], [0.0]])
@@ -104,6 +178,8 @@ class _LossLaw:
         if candidates.size == 0:
             return float(losses[-1]) if losses[-1] > 0 else 0.0
         t = int(candidates[0])
+        if t == 0 and begin > 0:
+            return None
         low_end = max(0.0, float(losses[t - 1])) if t > 0 else 0.0
         # on (l_{t-1}, l_t] the active set is {t' >= t}: value = A - e^{e - l_t} B
         active_mass = tail[t] + mass[t]
