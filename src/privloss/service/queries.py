@@ -43,9 +43,10 @@ transactions per release; a plan is one calibration and one ledger read.
 
 from __future__ import annotations
 
+import collections
 import copy
-import functools
 import os
+import threading
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -172,15 +173,42 @@ def analyst_view(ledger, name: str, analyst: str, cap) -> dict:
                       "remaining_epsilon", "remaining_delta", "releases")}}
 
 
-@functools.lru_cache(maxsize=1024)
+#: dry-run views already computed, per frozen request (least recently used first)
+_PLANS: collections.OrderedDict = collections.OrderedDict()
+_PLANS_LIMIT = 1024
+_PLANS_LOCK = threading.Lock()
+
+
 def _request_plan(request) -> dict:
     """The data- and ledger-free part of a dry run: a pure function of the
     public parameters (a frozen request), so it is computed once per process."""
     from privloss.analytics.planning import plan_request
 
-    view = plan_request(request).to_dict()
+    with _PLANS_LOCK:
+        view = _PLANS.get(request)
+        if view is not None:
+            _PLANS.move_to_end(request)
+            return view
+    view = plan_request(request).to_dict()       # calibrations: up to ~0.2 s, unlocked
     view.pop("ledger", None)
+    with _PLANS_LOCK:
+        _PLANS[request] = view
+        while len(_PLANS) > _PLANS_LIMIT:
+            _PLANS.popitem(last=False)
     return view
+
+
+def plan_is_quick(dataset, command: str, body: dict) -> bool:
+    """Whether :func:`plan_release` for these parameters needs no calibration
+    (its view is cached): then it is a short read-only ledger transaction,
+    cheap enough to run in the event loop. Bad parameters answer False (the
+    regular path reports them)."""
+    try:
+        request = build_request(command, body, dataset, dataset.interaction)
+    except (ColumnNotGranted, ValueError, TypeError):
+        return False
+    with _PLANS_LOCK:
+        return request in _PLANS
 
 
 def plan_release(ledger, dataset, analyst, command: str, body: dict) -> dict:

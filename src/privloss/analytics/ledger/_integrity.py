@@ -92,9 +92,12 @@ _RELEASE_COLUMNS = ("id, dataset, query_key, events, guarantee, plan_item, owner
                     "spent_epsilon, bound, time, status, result, chain, seal")
 
 
-def verify(conn, path: str, name: str, state: Verified | None = None) -> Verified:
+def verify(conn, path: str, name: str, state: Verified | None = None, *,
+           present: int | None = None) -> Verified:
     """Verify dataset ``name`` (from ``state``'s verified prefix, or from the
-    start); return the new state or raise :class:`LedgerIntegrityError`."""
+    start); return the new state or raise :class:`LedgerIntegrityError`.
+    ``present``: the dataset's row count, if the caller counted it in the same
+    snapshot (saves a query)."""
     row = conn.execute("SELECT name, budget_epsilon, budget_delta, interaction, policy, plan, "
                        "note, created, digest, head, recorded FROM datasets WHERE name = ?",
                        (name,)).fetchone()
@@ -109,18 +112,19 @@ def verify(conn, path: str, name: str, state: Verified | None = None) -> Verifie
     state = Verified() if state is None or state.chain is None else state
     if state.chain is None or state.last_id == 0:
         state.chain = digest
-    else:                       # the verified prefix must still end where it did
-        last = conn.execute("SELECT chain FROM releases WHERE id = ? AND dataset = ?",
-                            (state.last_id, name)).fetchone()
-        if last is None or last[0] != state.chain:
-            raise LedgerIntegrityError(
-                f"ledger {path} is damaged or was edited: release #{state.last_id} of dataset "
-                f"{name!r} changed or vanished after it was verified; refusing to use it")
+    # the verified prefix must still end where it did: its last release is read
+    # with the new ones (one query), first in id order, and checked below
+    prefix_end = state.last_id if state.count else None
     previous, count, last_id = state.chain, state.count, state.last_id
     events, guarantees, plan_items, analysts = [], [], [], []
     for record in conn.execute(f"SELECT {_RELEASE_COLUMNS} FROM releases WHERE dataset = ? "
-                               f"AND id > ? ORDER BY id", (name, state.last_id)):
+                               f"AND id >= ? ORDER BY id", (name, state.last_id)):
         release_id, *charged, status, result, chain, seal = record
+        if prefix_end is not None:
+            if release_id != prefix_end or chain != state.chain:
+                break                               # reported below
+            prefix_end = None
+            continue
         if release_chain(previous, release_id, *charged) != chain:
             raise LedgerIntegrityError(
                 f"ledger {path} is damaged or was edited: release #{release_id} of dataset "
@@ -137,7 +141,13 @@ def verify(conn, path: str, name: str, state: Verified | None = None) -> Verifie
         guarantees.append(guarantee)
         plan_items.append(plan_item)
         analysts.append(analyst)
-    present = conn.execute("SELECT count(*) FROM releases WHERE dataset = ?", (name,)).fetchone()[0]
+    if prefix_end is not None:
+        raise LedgerIntegrityError(
+            f"ledger {path} is damaged or was edited: release #{state.last_id} of dataset "
+            f"{name!r} changed or vanished after it was verified; refusing to use it")
+    if present is None:
+        present = conn.execute("SELECT count(*) FROM releases WHERE dataset = ?",
+                               (name,)).fetchone()[0]
     if previous != head or count != recorded or present != recorded:
         raise LedgerIntegrityError(
             f"ledger {path} is damaged or was edited: dataset {name!r} records {recorded} "

@@ -102,6 +102,7 @@ class Ledger(ReleaseProtocol):
     def _verify_now(self, conn, name: str) -> Verified:
         with self._lock:
             cached = self._verified.get(name)
+            present = None
             if cached is not None:
                 present = conn.execute("SELECT count(*) FROM releases WHERE dataset = ?",
                                        (name,)).fetchone()[0]
@@ -109,8 +110,8 @@ class Ledger(ReleaseProtocol):
                     # this connection reads an older snapshot than one another thread
                     # verified (releases are append-only, so it is a prefix): verify
                     # this snapshot on its own; the cache stays the newest
-                    return verify(conn, self.path, name, None)
-            state = verify(conn, self.path, name, cached)
+                    return verify(conn, self.path, name, None, present=present)
+            state = verify(conn, self.path, name, cached, present=present)
             self._verified[name] = state
             return state
 

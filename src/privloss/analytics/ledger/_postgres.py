@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import urllib.parse
+import weakref
 
 from ._errors import LedgerError
 from ._idle import IdleConnections
@@ -95,6 +96,7 @@ class PostgresStore:
         self.timeout = timeout
         self._create = create
         self._idle = IdleConnections()
+        self._identified = weakref.WeakSet()    # connections whose schema was checked
 
     @staticmethod
     def _psycopg():
@@ -113,9 +115,17 @@ class PostgresStore:
         return True
 
     def check_identity(self, conn) -> None:
+        """The schema holds a privloss ledger; checked once per connection (a
+        database's identity cannot change under an open session, unlike a file's
+        name)."""
+        raw = getattr(conn, "_connection", None)
+        if raw is not None and raw in self._identified:
+            return
         row = conn.execute("SELECT value FROM meta WHERE key = 'application'").fetchone()
         if row is None or row[0] != _APPLICATION:
             raise LedgerError(f"{self.path}: schema {POSTGRES_SCHEMA!r} is not a privloss ledger")
+        if raw is not None:
+            self._identified.add(raw)
 
     # ---- connections -----------------------------------------------------------------
     def _open(self):
