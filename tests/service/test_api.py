@@ -51,6 +51,25 @@ def test_plan_is_free_and_release_is_charged_once(service):
     assert not other["receipt"]["cached"] and ledger.show("views")["releases"] == 2
 
 
+def test_a_plan_answers_the_same_in_the_thread_pool_and_in_the_event_loop(service):
+    """The first plan of a parameter set calibrates (thread pool); later ones are
+    quick (event loop, calibration cached): same answer either way."""
+    from privloss.service.queries import plan_is_quick
+
+    client, tokens, config, _ = service
+    body = {**TOPK, "epsilon": 0.123}
+    dataset = config.datasets["views"]
+    assert not plan_is_quick(dataset, "topk", body)
+    first = client.post("/v1/datasets/views/plan", headers=bearer(tokens["alice"]), json=body)
+    assert plan_is_quick(dataset, "topk", body)
+    again = client.post("/v1/datasets/views/plan", headers=bearer(tokens["alice"]), json=body)
+    assert first.status_code == again.status_code == 200
+    assert first.json() == again.json()
+    # bad parameters are never "quick": the regular path reports them
+    assert not plan_is_quick(dataset, "topk", {**body, "column": "salary"})
+    assert not plan_is_quick(dataset, "topk", {**body, "epsilon": -1})
+
+
 def test_histogram_known_domain(service):
     client, tokens, _, _ = service
     body = client.post("/v1/datasets/views/histogram", headers=bearer(tokens["alice"]),
