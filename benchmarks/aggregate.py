@@ -14,7 +14,10 @@ Measured:
 * ``hand_bounded``       the same non-private aggregates after the same
                          bounding written by hand in SQL (``max_groups`` groups
                          per user by a hash order, ``max_rows_per_group`` rows
-                         per user and group, prices clamped to [0, 100]);
+                         per user and group, prices clamped to [0, 100]), on a
+                         connection with DuckDB's default memory limit (80% of RAM);
+* ``hand_bounded_capped`` the same SQL under privloss's own DuckDB memory limit
+                         (``DEFAULT_MEMORY_LIMIT``, 500 MB; context, not a target);
 * ``privloss_duckdb``    ``aggregate(..., aggregations=["count",
                          "sum:price:0:100", "mean:price:0:100"])`` with known
                          keys (bounding, exact noise, calibration included);
@@ -32,6 +35,9 @@ Known keys for every system (PipelineDP: ``public_partitions``; OpenDP: a
 ``keys`` margin), so no partition selection is timed anywhere.
 
 Run:  python benchmarks/aggregate.py [--rows 10000000] [--only a,b] [--json out.json]
+      [--rounds N]  (N rounds of the chosen measurements in turn, each a fresh child:
+      on a shared machine the load falls on all of them alike; PipelineDP is
+      minutes per round, leave it out with --only)
 Targets (issue 15): privloss within 2x of hand_bounded, at least 20x faster
 than PipelineDP, peak memory under 1 GB.
 """
@@ -50,8 +56,8 @@ import time
 
 import numpy as np
 
-MEASUREMENTS = ("raw_groupby", "hand_bounded", "privloss_duckdb", "pipelinedp_local",
-                "opendp_polars")
+MEASUREMENTS = ("raw_groupby", "hand_bounded", "hand_bounded_capped", "privloss_duckdb",
+                "pipelinedp_local", "opendp_polars")
 MAX_GROUPS, MAX_ROWS = 2, 5
 
 RAW_SQL = ("SELECT country, count(*), sum(price), avg(price) FROM read_parquet(?) "
@@ -90,9 +96,12 @@ def _peak_rss_mb() -> float:
 
 
 def _run_one(name: str, path: str, groups: int):
-    if name in ("raw_groupby", "hand_bounded"):
+    if name in ("raw_groupby", "hand_bounded", "hand_bounded_capped"):
         import duckdb
         connection = duckdb.connect()
+        if name == "hand_bounded_capped":
+            from privloss.analytics.engines.duckdb_engine import DEFAULT_MEMORY_LIMIT
+            connection.execute("SET memory_limit = ?", [DEFAULT_MEMORY_LIMIT]).fetchall()
         sql = RAW_SQL if name == "raw_groupby" else HAND_SQL
         return lambda: connection.execute(sql, [path]).fetchall()
     if name == "privloss_duckdb":
@@ -172,7 +181,51 @@ def child(name: str, path: str, groups: int, repeat: int) -> dict:
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
     return {"name": name, "best_s": min(times), "median_s": statistics.median(times),
-            "cpu_best_s": min(cpu), "peak_rss_mb": _peak_rss_mb()}
+            "cpu_best_s": min(cpu), "cpu_median_s": statistics.median(cpu),
+            "times_s": times, "cpu_s": cpu, "peak_rss_mb": _peak_rss_mb()}
+
+
+def _merged(rounds: list) -> dict:
+    """One measurement's child results over the rounds: best and median of all
+    its runs, the largest peak RSS, the load averages of every round."""
+    times = [t for r in rounds for t in r["times_s"]]
+    cpu = [c for r in rounds for c in r["cpu_s"]]
+    return {"name": rounds[0]["name"], "best_s": min(times),
+            "median_s": statistics.median(times), "cpu_best_s": min(cpu),
+            "cpu_median_s": statistics.median(cpu), "times_s": times, "cpu_s": cpu,
+            "peak_rss_mb": max(r["peak_rss_mb"] for r in rounds),
+            "load_average": [r["load_average"] for r in rounds]}
+
+
+def _line(result: dict) -> str:
+    return (f"{result['name']:20s} best {result['best_s']:7.3f} s  median "
+            f"{result['median_s']:7.3f} s  cpu {result['cpu_best_s']:7.3f} s (median "
+            f"{result['cpu_median_s']:6.3f})  peak RSS {result['peak_rss_mb']:7.1f} MB")
+
+
+def _measure(name: str, path: str, args):
+    """One child process for ``name``; None when a peer is missing or fails."""
+    module = {"pipelinedp_local": "pipeline_dp", "opendp_polars": "opendp"}.get(name)
+    python = sys.executable
+    if name == "opendp_polars" and args.opendp_python:
+        python = args.opendp_python
+    elif module and importlib.util.find_spec(module) is None:
+        print(f"{name:20s} skipped ({module} is not installed)")
+        return None
+    repeat = 1 if name == "pipelinedp_local" else args.repeat     # minutes per run
+    load_before = os.getloadavg()[0]
+    child_run = subprocess.run([python, __file__, "--child", name, path,
+                                "--groups", str(args.groups), "--repeat", str(repeat)],
+                               capture_output=True, text=True)
+    if child_run.returncode != 0 and module is not None:     # a peer's install
+        reason = (child_run.stderr.strip().splitlines() or ["?"])[-1][:200]
+        print(f"{name:20s} failed: {reason}")
+        return None
+    child_run.check_returncode()
+    result = json.loads(child_run.stdout.strip().splitlines()[-1])
+    # the machine may be shared: the 1-minute load average around each measurement
+    result["load_average"] = [load_before, os.getloadavg()[0]]
+    return result
 
 
 def main() -> None:
@@ -181,6 +234,10 @@ def main() -> None:
     parser.add_argument("--max-per-user", type=int, default=50)
     parser.add_argument("--groups", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the chosen measurements this many times in turn (each "
+                             "round a fresh child per measurement): on a shared machine the "
+                             "load then falls on all of them alike; best/median over all runs")
     parser.add_argument("--data", default=None)
     parser.add_argument("--json", default=None)
     parser.add_argument("--opendp-python", default=None,
@@ -197,35 +254,23 @@ def main() -> None:
         path = args.data or os.path.join(directory, "rows.parquet")
         if args.data is None:
             generate(path, args.rows, args.max_per_user, args.groups, seed=7)
-        results = []
         chosen = MEASUREMENTS if args.only is None else tuple(args.only.split(","))
-        for name in chosen:
-            module = {"pipelinedp_local": "pipeline_dp", "opendp_polars": "opendp"}.get(name)
-            python = sys.executable
-            if name == "opendp_polars" and args.opendp_python:
-                python = args.opendp_python
-            elif module and importlib.util.find_spec(module) is None:
-                print(f"{name:18s} skipped ({module} is not installed)")
-                continue
-            repeat = 1 if name == "pipelinedp_local" else args.repeat     # minutes per run
-            load_before = os.getloadavg()[0]
-            child_run = subprocess.run([python, __file__, "--child", name, path,
-                                        "--groups", str(args.groups), "--repeat", str(repeat)],
-                                       capture_output=True, text=True)
-            if child_run.returncode != 0 and module is not None:     # a peer's install
-                reason = (child_run.stderr.strip().splitlines() or ["?"])[-1][:200]
-                print(f"{name:18s} failed: {reason}")
-                continue
-            child_run.check_returncode()
-            output = child_run.stdout
-            result = json.loads(output.strip().splitlines()[-1])
-            # the machine may be shared: the 1-minute load average around each measurement
-            result["load_average"] = [load_before, os.getloadavg()[0]]
-            results.append(result)
-            print(f"{name:18s} best {result['best_s']:7.3f} s  median {result['median_s']:7.3f}"
-                  f" s  cpu {result['cpu_best_s']:7.3f} s  peak RSS "
-                  f"{result['peak_rss_mb']:7.1f} MB  load {load_before:.1f}-"
-                  f"{result['load_average'][1]:.1f}")
+        per_name: dict = {}
+        for round_index in range(args.rounds):
+            for name in chosen:
+                result = _measure(name, path, args)
+                if result is None:
+                    continue
+                per_name.setdefault(name, []).append(result)
+                before, after = result["load_average"]
+                prefix = f"round {round_index + 1}  " if args.rounds > 1 else ""
+                print(f"{prefix}{_line(result)}  load {before:.1f}-{after:.1f}", flush=True)
+        results = [_merged(per_name[name]) for name in chosen if name in per_name]
+        if args.rounds > 1:
+            print(f"over {args.rounds} rounds:")
+            for result in results:
+                loads = [value for pair in result["load_average"] for value in pair]
+                print(f"{_line(result)}  load {min(loads):.1f}-{max(loads):.1f}")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"rows": args.rows, "groups": args.groups, "results": results}, handle,

@@ -4,9 +4,9 @@ Only our own names (``u``, ``g0..``, ``v0..``, CTE names) and integers
 formatted by Python appear in the text; see :mod:`.engine_duckdb` for the
 steps and the privacy argument.  The two dialects differ only in spelling
 (``xor`` / ``^``, ``>>`` / ``shiftright``, md5 prefix to integer, full-match
-regular expressions, semi joins, integer division); every operation is on
-BIGINT values below ``2^59`` or on exact doubles, so both engines compute the
-same integers.
+regular expressions, integer division, a 4-byte unsigned sort key on
+DuckDB); every operation is on BIGINT values below ``2^59`` or on exact
+doubles, so both engines compute the same integers.
 """
 
 from __future__ import annotations
@@ -49,9 +49,10 @@ class Dialect:
         # Java: anchored, \z (``$`` would also match before a final line break)
         return f"({text_sql} RLIKE '^(?:{CANONICAL_INTEGER})\\\\z')"
 
-    @property
-    def semi_join(self) -> str:
-        return "SEMI JOIN" if self.name == "duckdb" else "LEFT SEMI JOIN"
+    def key32(self, key_sql: str) -> str:
+        """A selection key (in ``[0, 2^32)``) in 4 bytes where the engine has an
+        unsigned type: the partitioned sort by it moves less data."""
+        return f"CAST({key_sql} AS UINTEGER)" if self.name == "duckdb" else key_sql
 
     def int_div(self, a: str, b: str) -> str:
         return f"({a} // {b})" if self.name == "duckdb" else f"({a} div {b})"
@@ -106,7 +107,8 @@ def _units_sql(column: str, grid, text: bool) -> str:
 
 @dataclass(frozen=True)
 class BoundedSql:
-    """``WITH ...`` ending in the CTE ``kept``; the per-group aggregates
+    """``WITH ...`` ending in the CTE ``kept`` (``u, g.., w.., rn``: ``rn`` the
+    row's place among its unit's kept rows in the group); the per-group aggregates
     (``main``; on DuckDB with one ``histogram`` MAP per quantile column); on
     Spark the bin counts of each quantile column (``bins``: column index ->
     ``SELECT g.., bin, n``)."""
@@ -120,8 +122,19 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
                 value_text: list, unit_integer: bool, group_integer: bool, key_codes,
                 max_groups: int, max_rows: int, group_key: SelectionKey,
                 row_key: SelectionKey, quantile_columns: list, bins: int) -> BoundedSql:
-    """The bounded aggregation over ``source`` (columns u, g0.., v0..)."""
+    """The bounded aggregation over ``source`` (columns u, g0.., v0..).
+
+    One pass over the rows: the group key ``m`` of each row's (unit, group)
+    pair and, per unit, ``dense_rank`` by ``m`` (rows whose key is among the
+    unit's ``max_groups`` smallest distinct keys), then by ``(m, code(g),
+    g..)`` on those rows; the rows of rank at most ``max_groups`` are the rows
+    of the chosen groups (rows of one group share one rank, distinct groups
+    never do).  This is the choice of ``row_number`` over the distinct pairs,
+    without building the pairs and joining back; the per-(unit, group) row
+    choice then runs on the rows kept.
+    """
     gcols = [f"g{i}" for i in range(groups)]
+    vcols = [f"v{i}" for i in range(len(value_grids))]
     wcols = [f"w{i}" for i in range(len(value_grids))]
     glist = ", ".join(gcols)
     text = dialect.text
@@ -143,31 +156,44 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
         rcode = dialect.md5_code(f"({joined})")
     else:
         rcode = "CAST(0 AS BIGINT)"
-    ctes = [f"clean AS (SELECT * FROM {source} WHERE {not_null})",
-            "vals AS (SELECT " + ", ".join(["u"] + gcols + units) + " FROM clean)",
-            f"coded AS (SELECT vals.*, {ucode} AS uc, {gcode} AS gc, {rcode} AS rc FROM vals)"]
+    row_columns = ["u"] + gcols + vcols
+    ctes = [f"coded AS (SELECT {', '.join(row_columns)}, {ucode} AS uc, {gcode} AS gc "
+            f"FROM {source} WHERE {not_null})"]
     coded = "coded"
     if key_codes is not None:
         codes = ", ".join(str(int(c)) for c in sorted(set(key_codes))) or "NULL"
         ctes.append(f"coded_k AS (SELECT * FROM coded WHERE gc IN ({codes}))")
         coded = "coded_k"
-    pair_columns = ["u"] + gcols + ["uc", "gc"]
-    ctes.append(f"pairs AS (SELECT DISTINCT {', '.join(pair_columns)} FROM {coded})")
-    ctes += _key_ctes(dialect, "gk", "pairs", pair_columns, group_key, "uc", "gc")
-    order_groups = ", ".join(["m", "gc"] + [f"{g} ASC" for g in gcols])
-    ctes.append(f"gsel AS (SELECT u, {glist} FROM (SELECT u, {glist}, row_number() OVER "
-                f"(PARTITION BY u ORDER BY {order_groups}) AS rn FROM gk_d) WHERE rn <= "
+    ctes += _key_ctes(dialect, "gk", coded, row_columns + ["uc", "gc"], group_key, "uc", "gc")
+    # only what the rank and the later steps need goes through the partitioned sort; an
+    # integer group's code is the group itself (CAST to BIGINT keeps the order)
+    tie_codes = [] if group_integer else ["gc"]
+    ranked_columns = ", ".join(row_columns + tie_codes)
+    ctes.append(f"gin AS (SELECT {ranked_columns}, {dialect.key32('m')} AS m FROM gk_d)")
+    # first by m alone (a short sort key): rows whose m is among the unit's max_groups
+    # smallest distinct keys, which include every row of the chosen groups; then the
+    # exact order on those few rows
+    order_groups = ", ".join(["m"] + tie_codes + gcols)
+    row_list = ", ".join(row_columns)
+    ctes.append(f"gpre AS (SELECT {ranked_columns}, m FROM (SELECT {ranked_columns}, m, "
+                f"dense_rank() OVER (PARTITION BY u ORDER BY m) AS rk FROM gin) WHERE rk <= "
                 f"{max_groups})")
-    on = " AND ".join(["c.u = s.u"] + [f"c.{g} = s.{g}" for g in gcols])
-    ctes.append(f"rows_in AS (SELECT c.* FROM {coded} c {dialect.semi_join} gsel s ON {on})")
+    ctes.append(f"gsel AS (SELECT {row_list} FROM (SELECT {row_list}, dense_rank() OVER "
+                f"(PARTITION BY u ORDER BY {order_groups}) AS rk FROM gpre) WHERE rk <= "
+                f"{max_groups})")
+    ctes.append("vals AS (SELECT " + ", ".join(["u"] + gcols + units) + " FROM gsel)")
+    ctes.append(f"rows_in AS (SELECT vals.*, {ucode} AS uc, {rcode} AS rc FROM vals)")
     row_columns = ["u"] + gcols + wcols + ["uc", "rc"]
     ctes += _key_ctes(dialect, "rk", "rows_in", row_columns, row_key, "uc", "rc")
     order_rows = ", ".join(["m", "rc"] + [f"{w} ASC NULLS LAST" for w in wcols])
     kept_columns = ", ".join(["u"] + gcols + wcols)
-    ctes.append(f"kept AS (SELECT {kept_columns} FROM (SELECT {kept_columns}, row_number() "
+    ctes.append(f"kept AS (SELECT {kept_columns}, rn FROM (SELECT {kept_columns}, row_number() "
                 f"OVER (PARTITION BY u, {glist} ORDER BY {order_rows}) AS rn FROM rk_d) "
                 f"WHERE rn <= {max_rows})")
-    outputs = ["count(DISTINCT u) AS distinct_units", "count(*) AS row_count"]
+    # each kept (unit, group) has exactly one row numbered 1: the distinct units of a
+    # group, without a distinct aggregation
+    outputs = ["count(CASE WHEN rn = 1 THEN 1 END) AS distinct_units",
+               "count(*) AS row_count"]
     for i, w in enumerate(wcols):
         outputs += [f"sum({w}) AS sum_{i}", f"count({w}) AS nonnull_{i}"]
     bin_queries = {}

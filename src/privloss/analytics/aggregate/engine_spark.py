@@ -22,7 +22,8 @@ PySpark ``pyspark.sql``; Wilson et al., PoPETs 2020.
 
 Runtime
 -------
-Two window sorts and three shuffles; Spark start-up is seconds.
+Three window sorts after one shuffle by unit (Spark limits the first two
+per partition before it), a shuffle by group; Spark start-up is seconds.
 """
 
 from __future__ import annotations
