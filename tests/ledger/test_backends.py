@@ -102,6 +102,24 @@ class LedgerContract:
         assert ledger.show("d")["releases"] == 5
         assert len(opened) <= 1           # one connection, reused by every operation
 
+    def test_a_remembered_dry_run_follows_releases_made_elsewhere(self):
+        location = self.new_location()
+        ledger = Ledger(location)
+        ledger.create_dataset("d", epsilon=1.0)
+        first = ledger.would_admit("d", "plan-1", [PureDP(0.3)], fresh=True)
+        again = ledger.would_admit("d", "plan-2", [PureDP(0.3)], fresh=True)
+        assert first == again and first["spent_epsilon"] == pytest.approx(0.3)
+        other = Ledger(location, create=False)          # another process, same budget
+        other.release("d", "q1", lambda: 1, [PureDP(0.3)])
+        other.release("d", "q2", lambda: 2, [PureDP(0.3)])
+        after = ledger.would_admit("d", "plan-3", [PureDP(0.3)], fresh=True)
+        assert after["spent_epsilon"] == pytest.approx(0.9) and after["admitted"]
+        other.release("d", "q3", lambda: 3, [PureDP(0.3)])
+        refused = ledger.would_admit("d", "plan-4", [PureDP(0.3)], fresh=True)
+        assert not refused["admitted"] and refused["refusal"] == "budget"
+        # without fresh=True the stored answers are searched as before
+        assert ledger.would_admit("d", "q1", [PureDP(0.1)])["cached"]
+
     def test_a_forked_child_does_not_use_or_end_the_parents_connections(self, ledger):
         import os
         ledger.create_dataset("d", epsilon=5.0)

@@ -224,8 +224,9 @@ def plan_release(ledger, dataset, analyst, command: str, body: dict) -> dict:
                                seed=None), "analyst": analyst.name}
     if body.get("label") is not None:
         key["label"] = body["label"]
+    # the key holds a random dry-run token: no stored answer can match it
     verdict = ledger.would_admit(name, key, request.events(), analyst=analyst.name,
-                                 analyst_budget=cap)
+                                 analyst_budget=cap, fresh=True)
     view["column"] = body["column"]
     view["fits"] = bool(verdict["admitted"])
     view["verdict"] = {"fits": bool(verdict["admitted"]),

@@ -3,6 +3,7 @@ protocol is the mixin :class:`._protocol.ReleaseProtocol`."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -28,6 +29,10 @@ from ._store import LedgerFile
 
 __all__ = ["Ledger", "Receipt", "check_dataset_name", "LEDGER_INTERACTIONS", "DEFAULT_TIMEOUT",
            "MAX_NAME_LENGTH"]
+
+#: dry-run verdicts kept per ledger object
+_VERDICTS = 256
+
 
 class Ledger(ReleaseProtocol):
     """Durable budget store over one SQLite file (see the package docstring).
@@ -57,6 +62,8 @@ class Ledger(ReleaseProtocol):
         self._lock = threading.Lock()
         # per thread: datasets verified in the current read-only snapshot
         self._snapshot_state = threading.local()
+        # fresh dry-run verdicts and the (head, release count) they hold for
+        self._verdicts: collections.OrderedDict = collections.OrderedDict()
         self._initialise(bool(create))
 
     @property
@@ -402,7 +409,7 @@ class Ledger(ReleaseProtocol):
                        None if plan_item is None else plan_item + 1)
 
     def would_admit(self, name: str, query_key, events, *, analyst: str | None = None,
-                    analyst_budget=None) -> dict:
+                    analyst_budget=None, fresh: bool = False) -> dict:
         """What :meth:`release` would do now, without computing, recording or
         reading any data (a dry run; another process may spend meanwhile).
 
@@ -411,22 +418,51 @@ class Ledger(ReleaseProtocol):
         None), ``spent_epsilon`` / ``spent_delta`` (of the history with this
         release), ``bound`` and ``reason`` (the binding constraint or plan
         mismatch when not admitted), ``refusal`` (None, ``"plan"`` or
-        ``"budget"``: the error :meth:`release` would raise)."""
+        ``"budget"``: the error :meth:`release` would raise). ``fresh=True``
+        says the query key was never answered (a dry run's unique key), so the
+        stored answers are not searched; wrongly set, the answer can only
+        overstate the cost."""
         name = check_dataset_name(name)
         analyst, cap = _check_analyst(analyst, analyst_budget)
         key = canonical_query_key(query_key)
         events = _check_events(events)
         events_text = events_to_text(events)
+        if fresh:
+            # a fresh query's verdict depends only on the history: reuse it while the
+            # dataset's head and release count are those it was computed at
+            memo_key = (name, events_text, analyst, repr(cap))
+            with self._read() as conn:
+                version = conn.execute("SELECT head, recorded FROM datasets WHERE name = ?",
+                                       (name,)).fetchone()
+            with self._lock:
+                hit = self._verdicts.get(memo_key)
+            if hit is not None and version is not None and hit[0] == tuple(version):
+                return dict(hit[1])
+        verdict, version = self._would_admit(name, query_key, key, events, events_text, analyst,
+                                             cap, fresh)
+        if fresh and version is not None:
+            with self._lock:
+                self._verdicts[memo_key] = (version, verdict)
+                self._verdicts.move_to_end(memo_key)
+                while len(self._verdicts) > _VERDICTS:
+                    self._verdicts.popitem(last=False)
+        return dict(verdict)
+
+    def _would_admit(self, name, query_key, key, events, events_text, analyst, cap, fresh):
+        """:meth:`would_admit`'s verdict and the (head, release count) it holds for
+        (fully adaptive datasets only: under a plan the verdict also depends on the key)."""
         with self._read() as conn:
             with self._snapshot(conn):
                 dataset = self._dataset(conn, name)
-                self._verify(conn, name)
-                if self._stored(conn, name, key) is not None:
+                state = self._verify(conn, name)
+                version = (state.chain, state.count) \
+                    if dataset.interaction == "fully-adaptive" else None
+                if not fresh and self._stored(conn, name, key) is not None:
                     spent = self._spending(conn, dataset)
                     return {"admitted": True, "cached": True, "plan_item": None, "refusal": None,
                             "spent_epsilon": spent.epsilon, "spent_delta": spent.delta,
                             "bound": spent.bound, "reason": "an identical query was answered: "
-                            "its stored answer is returned at no cost"}
+                            "its stored answer is returned at no cost"}, version
                 guarantee = _guarantee_text(events) \
                     if dataset.interaction == "fully-adaptive" else json.dumps({})
                 try:
@@ -439,12 +475,12 @@ class Ledger(ReleaseProtocol):
                     kind = "plan" if isinstance(error, LedgerPlanError) else "budget"
                     return {"admitted": False, "cached": False, "plan_item": None, "refusal": kind,
                             "spent_epsilon": spent.epsilon, "spent_delta": spent.delta,
-                            "bound": spent.bound, "reason": str(error)}
+                            "bound": spent.bound, "reason": str(error)}, version
         return {"admitted": total.admitted, "cached": False,
                 "refusal": None if total.admitted else "budget",
                 "plan_item": None if plan_item is None else plan_item + 1,
                 "spent_epsilon": total.epsilon, "spent_delta": total.delta,
-                "bound": total.bound, "reason": total.message}
+                "bound": total.bound, "reason": total.message}, version
 
     def __repr__(self) -> str:
         return f"Ledger({self.path!r})"
