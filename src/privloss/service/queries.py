@@ -44,7 +44,6 @@ transactions per release; a plan is one calibration and one ledger read.
 from __future__ import annotations
 
 import collections
-import copy
 import os
 import threading
 from datetime import date, datetime, timedelta, timezone
@@ -217,7 +216,7 @@ def plan_release(ledger, dataset, analyst, command: str, body: dict) -> dict:
 
     name = ensure_dataset(ledger, dataset)
     request = build_request(command, body, dataset, dataset.interaction)
-    view = copy.deepcopy(_request_plan(request))
+    view = dict(_request_plan(request))      # top-level keys are added; nested ones shared, read-only
     cap = analyst.cap(dataset)
     key = {**request.query_key({"dry-run": secrets.token_hex(8)},
                                user_column=dataset.user_column, item_column=body["column"],

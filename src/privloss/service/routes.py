@@ -36,6 +36,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from privloss.service.app import LOGGER, ServiceError
@@ -256,7 +257,8 @@ async def plan(name: str, body: PlanParameters, request: Request,
     else:
         result = await run_in_threadpool(call_ledger, *arguments)
     request.state.outcome = "planned" if result["fits"] else "planned-refused"
-    return result
+    # plain JSON values already: skip FastAPI's recursive jsonable_encoder pass
+    return JSONResponse(result)
 
 
 def _release(command: str, name: str, body: QueryParameters, request: Request, analyst):
