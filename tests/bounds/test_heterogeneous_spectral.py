@@ -19,6 +19,7 @@ from privloss.bounds._lattice_fft import _Kernels, tilted_law
 from privloss.bounds.heterogeneous_dp import (heterogeneous_dp_delta,
                                               heterogeneous_dp_delta_enumerated,
                                               heterogeneous_dp_epsilon)
+from tests.bounds.test_heterogeneous_dp import kov_delta
 from tests.enumeration import dp_composition_delta
 
 
@@ -105,15 +106,9 @@ def test_contains_enumeration(force_spectral, seed):
             assert mpmath.mpf(bracket.lower) <= truth <= mpmath.mpf(bracket.upper)
 
 
-@mpmath.workdps(40)
 def theorem1_delta(k, epsilon, epsilon_g):
-    eps, eg = mpmath.mpf(epsilon), mpmath.mpf(epsilon_g)
-    total = mpmath.mpf(0)
-    for i in range(k + 1):
-        term = mpmath.e ** ((k - i) * eps) - mpmath.e ** (eg + i * eps)
-        if term > 0:
-            total += mpmath.binomial(k, i) * term
-    return total / (1 + mpmath.e ** eps) ** k
+    """[CR] Theorem 1 in mpmath (the independent reference of test_heterogeneous_dp)."""
+    return kov_delta(k, epsilon, epsilon_g)
 
 
 @pytest.mark.parametrize("k, epsilon, fraction", [(300, 0.1, 0.25), (1200, 0.037, 0.12),

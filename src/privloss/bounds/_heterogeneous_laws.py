@@ -305,15 +305,21 @@ class _StatisticPair:
         # breakpoints: the state is active iff epsilon_g < log(P_T / Q_T) = rho
         rho = -_gaps(0.0, self.tau[kept], self.step) + (log_p - log_r)
         order = np.argsort(-rho)
-        rho, p, log_q = rho[order], self.p[kept][order], (log_p - rho)[order]
-        # with the first m states active: value(e) = A_m - e^e B_m
-        cum_p = np.concatenate([[0.0], np.cumsum(p)])
-        log_cum_q = np.concatenate([[-np.inf], np.logaddexp.accumulate(log_q)])
-        m = np.arange(rho.size)
-        with np.errstate(over="ignore"):
-            at_rho = cum_p[m] - np.exp(np.minimum(rho + log_cum_q[m], 700.0))
-        above = np.flatnonzero(at_rho > level)
-        count = int(above[0]) if above.size else rho.size
-        if count == 0 or cum_p[count] <= level:
-            return 0.0
-        return max(0.0, math.log(cum_p[count] - level) - float(log_cum_q[count]))
+        return root_of_states(rho[order], self.p[kept][order], (log_p - rho)[order], level)
+
+
+def root_of_states(rho: np.ndarray, p: np.ndarray, log_q: np.ndarray, level: float) -> float:
+    """Smallest epsilon_g >= 0 with sum over states of [P - e^{epsilon_g} Q]_+ <= level,
+    the states sorted by decreasing rho = log(P / Q) (``p`` the P-masses, ``log_q``
+    the log Q-masses): with the first m states active the profile is
+    A_m - e^{epsilon_g} B_m, found at the first breakpoint below ``level``."""
+    cum_p = np.concatenate([[0.0], np.cumsum(p)])
+    log_cum_q = np.concatenate([[-np.inf], np.logaddexp.accumulate(log_q)])
+    m = np.arange(rho.size)
+    with np.errstate(over="ignore"):
+        at_rho = cum_p[m] - np.exp(np.minimum(rho + log_cum_q[m], 700.0))
+    above = np.flatnonzero(at_rho > level)
+    count = int(above[0]) if above.size else rho.size
+    if count == 0 or cum_p[count] <= level:
+        return 0.0
+    return max(0.0, math.log(cum_p[count] - level) - float(log_cum_q[count]))

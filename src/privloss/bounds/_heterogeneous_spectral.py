@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_expit
 
-from privloss.bounds._heterogeneous_laws import _CHUNK, _TINY, _U, _LossLaw
+from privloss.bounds._heterogeneous_laws import _CHUNK, _TINY, _U, _LossLaw, root_of_states
 from privloss.bounds._lattice_fft import TiltedLaw, _Kernels, tilted_law
 
 #: Relative error of scipy.special.log_expit (a few ulps), as an absolute error in logs.
@@ -163,17 +163,7 @@ class _SpectralPair:
         # the state is active iff epsilon_g < rho = log(P_T / Q_T)
         rho = lp - lq
         order = np.argsort(-rho, kind="stable")
-        rho, p, lq = rho[order], np.exp(lp[order]), lq[order]
-        cum_p = np.concatenate([[0.0], np.cumsum(p)])
-        log_cum_q = np.concatenate([[-np.inf], np.logaddexp.accumulate(lq)])
-        m = np.arange(rho.size)
-        with np.errstate(over="ignore"):
-            at_rho = cum_p[m] - np.exp(np.minimum(rho + log_cum_q[m], 700.0))
-        above = np.flatnonzero(at_rho > level)
-        count = int(above[0]) if above.size else rho.size
-        if count == 0 or cum_p[count] <= level:
-            return 0.0
-        return max(0.0, math.log(cum_p[count] - level) - float(log_cum_q[count]))
+        return root_of_states(rho[order], np.exp(lp[order]), lq[order], level)
 
 
 def _row(law: TiltedLaw, first: int, last: int) -> tuple[np.ndarray, float]:
