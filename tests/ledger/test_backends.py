@@ -11,6 +11,7 @@ import pytest
 
 from privloss.analytics.ledger import (Ledger, LedgerBudgetError, LedgerIntegrityError,
                                        LedgerPlanError, PlanItem)
+from privloss.analytics.ledger._store import LedgerFile
 from privloss.events import ApproxDP, BoundedRange, Laplace, PureDP
 from tests.postgres_server import PostgresServer, skip_reason
 
@@ -101,6 +102,15 @@ class LedgerContract:
             ledger.would_admit("d", f"plan{index}", [PureDP(0.1)])
         assert ledger.show("d")["releases"] == 5
         assert len(opened) <= 1           # one connection, reused by every operation
+
+    def test_connection_ready_and_warm(self, ledger):
+        ledger.create_dataset("d", epsilon=1.0)
+        assert ledger.connection_ready()          # an idle connection is kept
+        ledger._file.close()
+        assert ledger.connection_ready() == isinstance(ledger._file, LedgerFile)
+        ledger.warm()
+        assert ledger.connection_ready()
+        assert ledger.show("d")["releases"] == 0
 
     def test_a_remembered_dry_run_follows_releases_made_elsewhere(self):
         location = self.new_location()

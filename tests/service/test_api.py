@@ -56,12 +56,13 @@ def test_a_plan_answers_the_same_in_the_thread_pool_and_in_the_event_loop(servic
     quick (event loop, calibration cached): same answer either way."""
     from privloss.service.queries import plan_is_quick
 
-    client, tokens, config, _ = service
+    client, tokens, config, app = service
     body = {**TOPK, "epsilon": 0.123}
     dataset = config.datasets["views"]
     assert not plan_is_quick(dataset, "topk", body)
     first = client.post("/v1/datasets/views/plan", headers=bearer(tokens["alice"]), json=body)
     assert plan_is_quick(dataset, "topk", body)
+    assert app.state.service.loop_ledger() is not None     # opened by the first plan
     again = client.post("/v1/datasets/views/plan", headers=bearer(tokens["alice"]), json=body)
     assert first.status_code == again.status_code == 200
     assert first.json() == again.json()

@@ -71,6 +71,7 @@ class ServiceState:
     limiter: RateLimiter
     failures: RateLimiter
     _local: threading.local = field(default_factory=threading.local)
+    _loop_ledger: object = None
 
     @property
     def ledger(self):
@@ -86,6 +87,23 @@ class ServiceState:
         if ledger is None:
             ledger = self._local.ledger = Ledger(self.config.ledger, create=False)
         return ledger
+
+    def loop_ledger(self):
+        """The event loop's own ``Ledger`` if it is open and needs no new database
+        connection (so a call waits neither for the verification of the whole
+        history nor for a handshake), else None; only the loop thread uses it."""
+        ledger = self._loop_ledger
+        return ledger if ledger is not None and ledger.connection_ready() else None
+
+    def prepare_loop_ledger(self) -> None:
+        """Open the event loop's ledger, or give it an idle connection again; runs
+        in a worker thread (it touches only the store's locked idle stack)."""
+        from privloss.analytics.ledger import Ledger
+
+        if self._loop_ledger is None:
+            self._loop_ledger = Ledger(self.config.ledger, create=False)
+        elif not self._loop_ledger.connection_ready():
+            self._loop_ledger.warm()
 
 
 class BodyLimit:

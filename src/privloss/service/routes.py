@@ -251,14 +251,25 @@ async def plan(name: str, body: PlanParameters, request: Request,
     parameters = _parameters(body)
     request.state.audit["parameters"] = parameters
     command = parameters.pop("command")
-    arguments = (plan_release, state.ledger, dataset, analyst, command, parameters)
-    if plan_is_quick(dataset, command, parameters):
-        result = call_ledger(*arguments)
+    ledger = state.loop_ledger()
+    if ledger is not None and plan_is_quick(dataset, command, parameters):
+        result = call_ledger(plan_release, ledger, dataset, analyst, command, parameters)
     else:
-        result = await run_in_threadpool(call_ledger, *arguments)
+        result = await run_in_threadpool(_plan_in_thread, state, dataset, analyst, command,
+                                         parameters)
     request.state.outcome = "planned" if result["fits"] else "planned-refused"
     # plain JSON values already: skip FastAPI's recursive jsonable_encoder pass
     return JSONResponse(result)
+
+
+def _plan_in_thread(state, dataset, analyst, command: str, parameters: dict) -> dict:
+    """A plan in the thread pool (with the thread's own ledger); afterwards the
+    event loop's ledger is made ready for the next quick plan."""
+    from privloss.service.queries import plan_release
+
+    result = call_ledger(plan_release, state.ledger, dataset, analyst, command, parameters)
+    call_ledger(state.prepare_loop_ledger)
+    return result
 
 
 def _release(command: str, name: str, body: QueryParameters, request: Request, analyst):

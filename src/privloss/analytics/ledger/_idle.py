@@ -69,6 +69,11 @@ class IdleConnections:
                     return
         connection.close()
 
+    def available(self) -> bool:
+        """Whether an idle connection of this process is waiting (any key)."""
+        with self._lock:
+            return self._pid == os.getpid() and any(self._idle.values())
+
     def close(self) -> None:
         """Close every idle connection of this process."""
         with self._lock:

@@ -133,6 +133,16 @@ class Ledger(ReleaseProtocol):
             finally:
                 self._snapshot_state.verified = None
 
+    def connection_ready(self) -> bool:
+        """Whether an operation now needs no new connection to a database server
+        (an idle one is waiting; always for a local SQLite file)."""
+        return self._file.ready()
+
+    def warm(self) -> None:
+        """Open a connection and keep it idle for the next operation."""
+        with self._file.connect(read_only=True):
+            pass
+
     def _connect(self, *, read_only: bool = False):
         return self._file.connect(read_only=read_only)
 

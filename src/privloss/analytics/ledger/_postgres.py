@@ -165,6 +165,10 @@ class PostgresStore:
         self._idle.give_back(None, raw, reusable=not raw.closed and
                              raw.info.transaction_status == TransactionStatus.IDLE)
 
+    def ready(self) -> bool:
+        """An operation now would reuse an idle connection (no network handshake)."""
+        return self._idle.available()
+
     def close(self) -> None:
         """Close this process's idle connections."""
         self._idle.close()

@@ -212,6 +212,11 @@ class LedgerFile:
             raise self.translate(error) from error
         return conn
 
+    @staticmethod
+    def ready() -> bool:
+        """Opening a local file is quick: always ready."""
+        return True
+
     def close(self) -> None:
         """Close this process's idle connections."""
         self._idle.close()
