@@ -11,13 +11,15 @@ import pytest
 from scipy.special import gammaln
 from scipy.special import logsumexp as scipy_logsumexp
 
-from privloss.bounds._numeric import _SMALL_GAMMA, log_binomial, log_gamma, logsumexp
+from privloss.bounds._numeric import (_SMALL_GAMMA, _SMALL_GAMMA_ARGUMENT, log_binomial,
+                                      log_gamma, logsumexp)
 
 
-@pytest.mark.parametrize("size", [1, 17, _SMALL_GAMMA, _SMALL_GAMMA + 1])
-def test_log_gamma_agrees_with_mpmath_on_both_sides_of_the_switch(size):
-    # reference: mpmath.loggamma at 40 digits
-    x = np.geomspace(0.5, 2e6, size)
+@pytest.mark.parametrize("size, top", [(1, 5e3), (17, 5e3), (_SMALL_GAMMA, _SMALL_GAMMA_ARGUMENT),
+                                       (_SMALL_GAMMA + 1, 5e3), (17, 2e6)])
+def test_log_gamma_agrees_with_mpmath_on_both_sides_of_the_switch(size, top):
+    # reference: mpmath.loggamma at 40 digits (math.lgamma below both limits, SciPy above)
+    x = np.geomspace(0.5, top, size)
     with mpmath.workdps(40):
         reference = np.array([float(mpmath.loggamma(mpmath.mpf(float(v)))) for v in x])
     got = log_gamma(x)
