@@ -41,8 +41,8 @@ EXTRA = (
     ("compose", "--gaussian", "1x100", "--target-delta", "1e-6"),
     ("compose", "--zcdp", "0.01x5", "--target-delta", "1e-6"),
     ("compose", "--laplace", "10x100", "--target-delta", "1e-6"),
-    ("calibrate", "--k", "10", "--target-epsilon", "1", "--delta", "1e-6"),
-    ("calibrate", "--k", "10", "--target-epsilon", "1", "--delta", "1e-6", "--kind", "gaussian"),
+    ("calibrate", "--k", "10", "--target-epsilon", "1", "--target-delta", "1e-6"),
+    ("calibrate", "--k", "10", "--target-epsilon", "1", "--target-delta", "1e-6", "--kind", "gaussian"),
 )
 
 

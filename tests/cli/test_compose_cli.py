@@ -93,7 +93,7 @@ def test_order_of_flags_is_kept(capsys):
     (["compose", "--approx-dp", "0.1", "--target-delta", "1e-6"], "EPS:DELTA"),
     (["compose", "--laplace", "0", "--target-delta", "1e-6"], "scale"),
     (["compose", "--gaussian", "1", "--sensitivity", "-1", "--target-delta", "1e-6"], "sensitivity"),
-    (["calibrate", "--k", "0", "--target-epsilon", "1", "--delta", "1e-6"], "K"),
+    (["calibrate", "--k", "0", "--target-epsilon", "1", "--target-delta", "1e-6"], "K"),
 ])
 def test_bad_input_one_line_exit_2(capsys, argv, needle):
     code, out, err = run_exit(capsys, *argv)
@@ -108,9 +108,16 @@ def test_no_mechanism_is_an_error(capsys):
     assert code == 2 and "at least one mechanism" in err
 
 
+def test_calibrate_old_delta_spelling_still_works_with_a_warning(capsys):
+    code, out, err = run(capsys, "calibrate", "--k", "10", "--target-epsilon", "1",
+                         "--delta", "1e-6", "--json")
+    assert code == 0 and json.loads(out)["delta"] == 1e-6
+    assert "--delta is deprecated" in err and "--target-delta" in err
+
+
 def test_calibrate_json(capsys):
     code, out, _ = run(capsys, "calibrate", "--k", "10", "--target-epsilon", "0.999370905722",
-                       "--delta", "1e-6", "--json")
+                       "--target-delta", "1e-6", "--json")
     payload = json.loads(out)
     assert code == 0
     assert payload["per_mechanism_epsilon"] == pytest.approx(0.1, rel=1e-8)
@@ -118,7 +125,7 @@ def test_calibrate_json(capsys):
 
 
 def test_calibrate_gaussian(capsys):
-    code, out, _ = run(capsys, "calibrate", "--k", "1", "--target-epsilon", "1", "--delta", "1e-5",
+    code, out, _ = run(capsys, "calibrate", "--k", "1", "--target-epsilon", "1", "--target-delta", "1e-5",
                        "--kind", "gaussian", "--json")
     assert json.loads(out)["sigma"] == pytest.approx(3.730631634816, rel=1e-9)
 

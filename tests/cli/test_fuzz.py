@@ -178,7 +178,7 @@ def compose_argv(largest: int):
 
 
 def calibrate_argv(largest: int):
-    required = st.builds(lambda k, e, d: ["--k", k, "--target-epsilon", e, "--delta", d],
+    required = st.builds(lambda k, e, d: ["--k", k, "--target-epsilon", e, "--target-delta", d],
                          counts(largest), numbers, probabilities)
     options = {"--kind": st.sampled_from(["dp", "br", "gaussian", "zcdp"]),
                "--num-dp": counts(largest), "--sensitivity": numbers,
@@ -373,8 +373,8 @@ KNOWN_CASES = [
     (["compose", "--dp", "0.1x1000001", "--target-delta", "1e-6"], 2, "10^6"),
     (["compose", "--dp", "0.1x600000", "--br", "0.1x600000", "--target-delta", "1e-6"], 2,
      "--dp, --br: at most 10^6 mechanisms in total"),
-    (["calibrate", "--k", "1000000", "--target-epsilon", "1", "--delta", "1e-6"], 2, "--k"),
-    (["calibrate", "--k", "10", "--target-epsilon", "1e300", "--delta", "1e-6"], None, None),
+    (["calibrate", "--k", "1000000", "--target-epsilon", "1", "--target-delta", "1e-6"], 2, "--k"),
+    (["calibrate", "--k", "10", "--target-epsilon", "1e300", "--target-delta", "1e-6"], None, None),
     (["compose", "--dp", "1e300", "--target-delta", "1e-6"], 2, "--dp"),
     (["compose", "--laplace", "1e-300", "--target-delta", "1e-6"], 2, "--laplace"),
     (["compose", "--gaussian", "1e-300x3", "--target-epsilon", "1"], 2, "--gaussian"),
@@ -404,8 +404,8 @@ def test_known_hostile_cases(argv, status, words):
 #: calibrations that once took 6 to 38 s (~36 evaluations of the exact adaptive-sequence
 #: recursion for <= 20 BR events; now a dozen, by regula falsi)
 SLOW_ONCE = [
-    ["calibrate", "--k", "18", "--target-epsilon", "3", "--delta", "1e-6", "--kind", "br"],
-    ["calibrate", "--k", "20", "--target-epsilon", "1", "--delta", "1e-9", "--kind", "br"],
+    ["calibrate", "--k", "18", "--target-epsilon", "3", "--target-delta", "1e-6", "--kind", "br"],
+    ["calibrate", "--k", "20", "--target-epsilon", "1", "--target-delta", "1e-9", "--kind", "br"],
 ]
 #: histogram / topk at tiny epsilons (issue #12 item 7: "the parameters are out of the
 #: supported numeric range (ZeroDivisionError)", a hang with Gaussian noise)

@@ -13,6 +13,7 @@ value under the new name and prints one warning line on stderr.
 
 Table (old -> new): ``ledger create --epsilon/--delta`` -> ``--budget-epsilon/
 --budget-delta``; ``compose --epsilon/--delta`` -> ``--target-epsilon/--target-delta``;
+``calibrate --delta`` -> ``--target-delta``;
 ``sample discrete-gaussian --scale`` -> ``--sigma``; ``sample -n`` -> ``-n/--count``;
 ``tradeoff --points`` -> ``-n/--count``; ``demo --rows`` -> ``-n/--count``.
 """
@@ -76,7 +77,7 @@ def add_deprecated(parser, *old: str, dest: str, new: str, where: str = "", **kw
 EXAMPLES = {
     "compose": "privloss compose --dp 0.1x50 --br 0.1x50 --target-delta 1e-6\n"
                "  privloss compose --gaussian 2x100 --target-epsilon 1 --json",
-    "calibrate": "privloss calibrate --k 100 --target-epsilon 1 --delta 1e-6 --kind br",
+    "calibrate": "privloss calibrate --k 100 --target-epsilon 1 --target-delta 1e-6 --kind br",
     "sample": "privloss sample discrete-gaussian --sigma 3 -n 1e6 -o noise.npy\n"
               "  privloss sample discrete-laplace --scale 10/3 --count 1000 --json",
     "tradeoff": "privloss tradeoff --rr 0.2x25 --gaussian 1 --plot curves.png --json",

@@ -3,9 +3,10 @@ Gaussian sigma) meeting a total (epsilon, delta).
 
 Ranges (checked before any work): --k in [1, 50000] (Gaussian: [1, 10^7], a closed
 form; non-adaptive DP/BR: [1, ``MAX_K_NON_ADAPTIVE``], whose optimal bounds are
-the slowest); each calibration evaluates the accountant about 40 times, so these
-keep a call within a few seconds on a 2-core machine; --target-epsilon >= 0;
---delta in [0, 1); --num-dp in [0, K].
+the slowest); each calibration evaluates the accountant a dozen to 40 times, so
+these keep a call within a few seconds on a 2-core machine; --target-epsilon >= 0;
+--target-delta in [0, 1) (``--delta``, the old spelling, still works for one
+release); --num-dp in [0, K].
 """
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ def register(subparsers) -> None:
                              f"{MAX_K_NON_ADAPTIVE})")
     parser.add_argument("--target-epsilon", required=True, type=lambda t: nonnegative(t, "target epsilon"),
                         metavar="E", help="total epsilon >= 0")
-    parser.add_argument("--delta", required=True, type=delta_value, metavar="D",
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--target-delta", dest="delta", type=delta_value, metavar="D",
                         help="total delta in [0, 1)")
+    from privloss.cli._vocabulary import add_deprecated      # old spelling, one more release
+    add_deprecated(target, "--delta", dest="delta", new="--target-delta", where="calibrate",
+                   type=delta_value)
     parser.add_argument("--kind", default="dp", choices=["dp", "br", "gaussian"],
                         help="mechanism class (default dp); gaussian reports sigma")
     parser.add_argument("--num-dp", type=lambda t: nonnegative_int(t, "num-dp"), default=None,
@@ -67,7 +72,7 @@ def run(args) -> int:
 
     if args.kind == "gaussian":
         if args.delta == 0:
-            raise CommandError("--delta must be in (0, 1) for --kind gaussian, got 0")
+            raise CommandError("--target-delta must be in (0, 1) for --kind gaussian, got 0")
         if args.sensitivity <= 0:
             raise CommandError(f"--sensitivity must be in (0, inf), got {args.sensitivity!r}")
         sigma = calibrate_gaussian_sigma(args.target_epsilon, args.delta,
