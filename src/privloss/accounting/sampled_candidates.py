@@ -233,15 +233,35 @@ def subsampled_pld_delta(profile: Profile, target_epsilon: float) -> Bracket:
     return _pld_answer(profile.atoms, "delta", target_epsilon)
 
 
-def _subsampled_gaussians(profile: Profile):
+def subsampled_gaussians(profile: Profile) -> list:
+    """The atoms of ``profile`` that are subsampled (discrete) Gaussians."""
     from privloss.events import DiscreteGaussian
 
     return [(event, count) for event, count in profile.atoms
             if isinstance(event, SAMPLED_EVENTS) and isinstance(event.event, (Gaussian, DiscreteGaussian))]
 
 
+def subsampled_gaussian_event_rdp(event, orders=None) -> np.ndarray:
+    """Renyi curve of one subsampled (discrete) Gaussian event: Poisson
+    [Mironov-Talwar-Zhang 2019; Zhu-Wang 2019 for the discrete Gaussian], without
+    replacement [Wang-Balle-Kasiviswanathan 2019] (privloss.bounds.subsampled_rdp),
+    at ``orders`` (default: that module's ORDERS)."""
+    from privloss.bounds.subsampled_rdp import subsampled_gaussian_rdp
+    from privloss.events import DiscreteGaussian, PoissonSampled
+
+    inner = event.event
+    if isinstance(event, PoissonSampled):
+        kind = "poisson-general" if isinstance(inner, DiscreteGaussian) else "poisson"
+    else:
+        kind = "without-replacement"
+    base_rho = inner.sensitivity ** 2 / (2.0 * inner.sigma ** 2)
+    if orders is None:
+        return subsampled_gaussian_rdp(base_rho, event.probability, kind=kind)
+    return subsampled_gaussian_rdp(base_rho, event.probability, kind=kind, orders=orders)
+
+
 def need_subsampled_gaussian(profile: Profile, interaction) -> str | None:
-    if not _subsampled_gaussians(profile):
+    if not subsampled_gaussians(profile):
         return "no subsampled Gaussian event (rdp-exact covers the rest)"
     return None
 
@@ -250,13 +270,10 @@ def need_subsampled_gaussian(profile: Profile, interaction) -> str | None:
 def _subsampled_rdp_parts(atoms: tuple):
     """(Renyi curve on subsampled_rdp.ORDERS, conditioned-away delta) of a profile."""
     from privloss.bounds import subsampled_rdp
-    from privloss.events import DiscreteGaussian, PoissonSampled
 
     profile = Profile(atoms)
-    sampled = _subsampled_gaussians(profile)
-    rest = Profile(tuple((event, count) for event, count in atoms
-                         if not (isinstance(event, SAMPLED_EVENTS)
-                                 and isinstance(event.event, (Gaussian, DiscreteGaussian)))))
+    sampled = subsampled_gaussians(profile)
+    rest = Profile(tuple(atom for atom in atoms if atom not in sampled))
     xi, rho = rest.zcdp_totals_without_pure()
     curve = subsampled_rdp.pure_curve(rest.conditional_dp_epsilons, rest.br_epsilons)
     curve = curve + xi + subsampled_rdp.ORDERS * rho
@@ -264,14 +281,7 @@ def _subsampled_rdp_parts(atoms: tuple):
     for event, count in sampled:
         grouped[event] = grouped.get(event, 0) + count
     for event, count in grouped.items():
-        inner = event.event
-        if isinstance(event, PoissonSampled):
-            kind = "poisson-general" if isinstance(inner, DiscreteGaussian) else "poisson"
-        else:
-            kind = "without-replacement"
-        base_rho = inner.sensitivity ** 2 / (2.0 * inner.sigma ** 2)
-        curve = curve + count * subsampled_rdp.subsampled_gaussian_rdp(
-            base_rho, event.probability, kind=kind)
+        curve = curve + count * subsampled_gaussian_event_rdp(event)
     return curve, rest.conditional_delta_total
 
 

@@ -41,7 +41,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from privloss.service.app import LOGGER, ServiceError
 
-__all__ = ["router", "QueryParameters", "PlanParameters", "current_analyst", "call_ledger"]
+__all__ = ["router", "QueryParameters", "PlanParameters", "current_analyst", "call_ledger",
+           "note_release"]
 
 router = APIRouter(prefix="/v1")
 
@@ -280,12 +281,17 @@ def _release(command: str, name: str, body: QueryParameters, request: Request, a
     parameters = _parameters(body)
     request.state.audit["parameters"] = {"command": command, **parameters}
     result = call_ledger(run_release, state.ledger, dataset, analyst, command, parameters)
+    note_release(request, result)
+    return result
+
+
+def note_release(request: Request, result: dict) -> None:
+    """The audit record of an answered release: its id, what it spent, its outcome."""
     receipt = result["receipt"]
     request.state.audit.update(release_id=receipt["release_id"],
                                spent={"mine": result["budget"]["mine"]["spent_epsilon"],
                                       "dataset": result["budget"]["dataset"]["spent_epsilon"]})
     request.state.outcome = "stored-answer" if receipt["cached"] else "released"
-    return result
 
 
 @router.post("/datasets/{name}/topk", summary="a private top-k, charged to the budget")

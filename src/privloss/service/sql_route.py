@@ -49,7 +49,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from privloss.service.app import ServiceError
-from privloss.service.routes import call_ledger, current_analyst, granted_dataset
+from privloss.service.routes import call_ledger, current_analyst, granted_dataset, note_release
 
 __all__ = ["router", "SqlParameters", "checked_query", "plan_sql", "run_sql"]
 
@@ -303,9 +303,5 @@ def sql_release(name: str, body: SqlParameters, request: Request,
     parameters = body.model_dump(exclude_none=True)
     request.state.audit["parameters"] = {"command": "sql", **parameters}
     result = run_sql(state.ledger, dataset, analyst, parameters)
-    receipt = result["receipt"]
-    request.state.audit.update(release_id=receipt["release_id"],
-                               spent={"mine": result["budget"]["mine"]["spent_epsilon"],
-                                      "dataset": result["budget"]["dataset"]["spent_epsilon"]})
-    request.state.outcome = "stored-answer" if receipt["cached"] else "released"
+    note_release(request, result)
     return result

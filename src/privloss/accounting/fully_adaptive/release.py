@@ -145,25 +145,17 @@ def _subsampled_gaussian_curve(profile: Profile) -> tuple[Profile, np.ndarray]:
     RENYI_ORDERS): Poisson [Mironov-Talwar-Zhang 2019; Zhu-Wang 2019 for the
     discrete Gaussian], without replacement [Wang-Balle-Kasiviswanathan 2019],
     as privloss.bounds.subsampled_rdp (the rdp-subsampled candidate's curves)."""
-    from privloss.events import SAMPLED_EVENTS, DiscreteGaussian, PoissonSampled
+    from privloss.accounting.sampled_candidates import (subsampled_gaussian_event_rdp,
+                                                       subsampled_gaussians)
 
     curve = np.zeros(len(RENYI_ORDERS))
-    sampled = [(event, count) for event, count in profile.atoms
-               if isinstance(event, SAMPLED_EVENTS) and isinstance(event.event, (Gaussian, DiscreteGaussian))]
+    sampled = subsampled_gaussians(profile)
     if not sampled:
         return profile, curve
-    from privloss.bounds.subsampled_rdp import subsampled_gaussian_rdp
-
     rest = Profile(tuple(atom for atom in profile.atoms if atom not in sampled))
+    orders = np.array(RENYI_ORDERS)
     for event, count in sampled:
-        inner = event.event
-        if isinstance(event, PoissonSampled):
-            kind = "poisson-general" if isinstance(inner, DiscreteGaussian) else "poisson"
-        else:
-            kind = "without-replacement"
-        base_rho = inner.sensitivity ** 2 / (2.0 * inner.sigma ** 2)
-        curve = curve + count * subsampled_gaussian_rdp(base_rho, event.probability, kind=kind,
-                                                        orders=np.array(RENYI_ORDERS))
+        curve = curve + count * subsampled_gaussian_event_rdp(event, orders)
     return rest, curve
 
 
