@@ -32,8 +32,8 @@ import time
 
 def build(path: str, history: int):
     from privloss.accounting.fully_adaptive import release_guarantee
-    from privloss.analytics._serialize import events_to_text
-    from privloss.analytics.ledger import Ledger
+    from privloss.serialize import events_to_text
+    from privloss.budget import Ledger
     from privloss.events import BoundedRange, Laplace
 
     ledger = Ledger(path)
@@ -41,7 +41,7 @@ def build(path: str, history: int):
     events = (BoundedRange(1e-4, count=10), Laplace(2e4, count=10))
     guarantee = json.dumps(release_guarantee(events).to_dict())
     text = events_to_text(events)
-    from privloss.analytics.ledger._integrity import release_chain, release_seal
+    from privloss.budget._integrity import release_chain, release_seal
     conn = sqlite3.connect(ledger.path, isolation_level=None)
     conn.execute("BEGIN IMMEDIATE")
     head = conn.execute("SELECT head FROM datasets WHERE name = 'd'").fetchone()[0]
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     parser.add_argument("--history", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args(argv)
-    from privloss.analytics.ledger import Ledger
+    from privloss.budget import Ledger
 
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "bench.sqlite")

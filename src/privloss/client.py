@@ -49,7 +49,7 @@ def release_from_response(body: dict):
     ``/histogram`` response."""
     import numpy as np
 
-    from privloss.analytics._serialize import event_from_json
+    from privloss.serialize import event_from_json
     from privloss.analytics.release import Release
 
     rows = body["items"]

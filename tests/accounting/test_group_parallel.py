@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from privloss import PrivacyAccountant, PrivacyFilter, compose
 from privloss.accounting.profile import Profile, dominating_branch, flatten
-from privloss.analytics._serialize import events_from_text, events_to_text
+from privloss.serialize import events_from_text, events_to_text
 from privloss.events import (ApproxDP, ApproxZCDP, BoundedRange, Composed, ConcentratedDP,
                              Gaussian, Group, Laplace, NonPrivate, Parallel, PoissonSampled,
                              PureDP, RandomizedResponse, SampledWithoutReplacement, ZCDP,

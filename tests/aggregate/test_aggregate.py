@@ -98,7 +98,7 @@ def test_quantiles_are_bounded_range_events_tighter_than_laplace():
     (dict(privacy_unit="nope"), "not in"),
 ])
 def test_bad_input_leaves_the_ledger_unchanged(tmp_path, change, message):
-    from privloss.analytics.ledger import Ledger
+    from privloss.budget import Ledger
 
     ledger = Ledger(tmp_path / "l.sqlite", create=True)
     ledger.create_dataset("d", epsilon=5.0, delta=1e-5)
@@ -111,7 +111,7 @@ def test_bad_input_leaves_the_ledger_unchanged(tmp_path, change, message):
 
 
 def test_ledger_charged_once_and_refused_before_reading(tmp_path):
-    from privloss.analytics.ledger import Ledger, LedgerBudgetError
+    from privloss.budget import Ledger, LedgerBudgetError
 
     ledger = Ledger(tmp_path / "l.sqlite", create=True)
     ledger.create_dataset("d", epsilon=1.5, delta=1e-5)

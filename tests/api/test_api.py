@@ -8,7 +8,7 @@ pytest.importorskip("duckdb")
 
 import privloss  # noqa: E402
 from privloss.analytics import api  # noqa: E402
-from privloss.analytics.ledger import Ledger, LedgerBudgetError, LedgerPlanError, PlanItem  # noqa: E402
+from privloss.budget import Ledger, LedgerBudgetError, LedgerPlanError, PlanItem  # noqa: E402
 from privloss.analytics.request import make_request  # noqa: E402
 
 TOPK = dict(user="user", item="item", k=2, delta=1e-6, l0=2, d_bar=10)

@@ -1,1 +1,1 @@
-"""Tests of the durable privacy-budget ledger (privloss.analytics.ledger)."""
+"""Tests of the durable privacy-budget ledger (privloss.budget)."""

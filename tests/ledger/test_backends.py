@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from privloss.analytics.ledger import (Ledger, LedgerBudgetError, LedgerIntegrityError,
+from privloss.budget import (Ledger, LedgerBudgetError, LedgerIntegrityError,
                                        LedgerPlanError, PlanItem)
-from privloss.analytics.ledger._store import LedgerFile
+from privloss.budget._store import LedgerFile
 from privloss.events import ApproxDP, BoundedRange, Laplace, PureDP
 from tests.postgres_server import PostgresServer, skip_reason
 

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from privloss.accounting import BudgetExceededError, Profile, epsilon_of_profile
-from privloss.analytics._serialize import (EVENT_TYPES, canonical_query_key, event_from_json,
+from privloss.serialize import (EVENT_TYPES, canonical_query_key, event_from_json,
                                            event_to_json, events_from_text, events_to_text)
-from privloss.analytics.ledger import (DatasetExistsError, Ledger, LedgerBudgetError, LedgerError,
+from privloss.budget import (DatasetExistsError, Ledger, LedgerBudgetError, LedgerError,
                                        PlanItem, UnknownDatasetError)
 from privloss.events import (ApproxDP, ApproxZCDP, BoundedRange, Composed, ConcentratedDP,
                              DiscreteGaussian, DiscreteLaplace, Event, Gaussian, Laplace,

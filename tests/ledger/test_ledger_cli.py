@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from privloss.analytics.ledger import Ledger
+from privloss.budget import Ledger
 from privloss.cli import ledger as ledger_cli
 from privloss.cli._common import CommandError
 from privloss.cli.main import _OneLineParser

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from privloss.analytics.ledger import Ledger, LedgerBudgetError
+from privloss.budget import Ledger, LedgerBudgetError
 from privloss.events import PureDP
 
 TOLERANCE = 1 + 1e-9          # the accountant's relative budget tolerance
@@ -97,7 +97,7 @@ def test_sixteen_processes_racing_several_releases_each(tmp_path):
 #: sleeps a little at every stage (so random kills land in every phase).
 CHILD = textwrap.dedent("""
     import json, os, random, sys, time
-    from privloss.analytics.ledger import Ledger, LedgerBudgetError
+    from privloss.budget import Ledger, LedgerBudgetError
     from privloss.events import PureDP
 
     path, mode, stop_at = sys.argv[1:4]

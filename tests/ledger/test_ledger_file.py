@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from privloss.analytics.ledger import Ledger, LedgerBudgetError, LedgerError
-from privloss.analytics.ledger._store import LedgerFile
+from privloss.budget import Ledger, LedgerBudgetError, LedgerError
+from privloss.budget._store import LedgerFile
 from privloss.events import PureDP
 
 

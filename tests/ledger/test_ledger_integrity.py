@@ -12,7 +12,7 @@ import sqlite3
 
 import pytest
 
-from privloss.analytics.ledger import Ledger, LedgerError, LedgerIntegrityError
+from privloss.budget import Ledger, LedgerError, LedgerIntegrityError
 from privloss.cli.main import main
 from privloss.events import BoundedRange, PureDP
 

@@ -11,7 +11,7 @@ import pytest
 
 from privloss.accounting import Profile, epsilon_of_profile
 from privloss.accounting.fully_adaptive import FilterPolicy, check, release_guarantee
-from privloss.analytics.ledger import (Ledger, LedgerBudgetError, LedgerPlanError, PlanItem,
+from privloss.budget import (Ledger, LedgerBudgetError, LedgerPlanError, PlanItem,
                                        SCHEMA_VERSION)
 from privloss.events import ApproxDP, BoundedRange, Laplace, PureDP
 

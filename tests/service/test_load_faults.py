@@ -28,7 +28,7 @@ def admitted_sequentially(budget) -> int:
     """How many of these releases a fresh ledger admits one after another."""
     import tempfile
 
-    from privloss.analytics.ledger import Ledger, LedgerBudgetError
+    from privloss.budget import Ledger, LedgerBudgetError
     from privloss.analytics.request import make_request
 
     events = make_request("histogram", epsilon=0.1, domain=DOMAIN, l0=1).events()
@@ -85,7 +85,7 @@ def percentile(values, share: float) -> float:
 
 
 def _load_test(tmp_path, *, ledger: str, workers: int, budget=(1.0, 0.0)):
-    from privloss.analytics.ledger import Ledger
+    from privloss.budget import Ledger
     from privloss.service.config import load_config
 
     expected = admitted_sequentially(budget)
@@ -125,7 +125,7 @@ def test_fifty_concurrent_analysts_postgres_four_processes(tmp_path):
 def _kill_trials(tmp_path, trials: int, seed: int) -> None:
     import httpx
 
-    from privloss.analytics.ledger import Ledger
+    from privloss.budget import Ledger
     from privloss.service.config import load_config
 
     path = write_config(tmp_path, budget=(1e5, 0.0))

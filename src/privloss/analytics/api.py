@@ -39,7 +39,7 @@ Privacy guarantee
 The release is the algorithm's (see its docstring in
 :mod:`privloss.analytics.algorithms`), user-level under the contribution bounds
 ``l0`` / ``linf``; with a ledger the whole history fits the dataset's budget
-under its interaction model (:mod:`privloss.analytics.ledger`).  The returned
+under its interaction model (:mod:`privloss.budget`).  The returned
 object holds only noisy outputs and public parameters.  ``seed`` is
 INSECURE (predictable noise; the release is still charged).
 
@@ -214,7 +214,7 @@ def resolve_ledger(ledger, dataset):
         return None, None
     if ledger is None or dataset is None:
         raise ValueError("give both ledger and dataset (the budget to charge), or neither")
-    from privloss.analytics.ledger import Ledger, check_dataset_name
+    from privloss.budget import Ledger, check_dataset_name
     check_dataset_name(dataset)
     if not isinstance(ledger, Ledger):
         ledger = Ledger(ledger, create=False)
@@ -267,7 +267,7 @@ def refusal(ledger, dataset, verdict: dict) -> Exception:
     """The error :meth:`Ledger.release` would raise for a refused ``would_admit``
     verdict: ``LedgerPlanError`` for a plan mismatch, else ``LedgerBudgetError``
     naming the binding constraint and what remains."""
-    from privloss.analytics.ledger import LedgerBudgetError, LedgerPlanError
+    from privloss.budget import LedgerBudgetError, LedgerPlanError
 
     reason = verdict["reason"] or "the release does not fit"
     if verdict.get("refusal") == "plan":
@@ -493,7 +493,7 @@ def topk(data, *, user: str, item: str, k: int, epsilon: float, delta: float = 0
     algorithm reads; ``algorithm``: one of
     :data:`~privloss.analytics.request.TOPK_ALGORITHMS` (default known-gumbel
     with a domain, unknown-gumbel without); ``engine``: ``"duckdb"`` or
-    ``"spark"``; ``ledger`` (a :class:`~privloss.analytics.ledger.Ledger` or the
+    ``"spark"``; ``ledger`` (a :class:`~privloss.budget.Ledger` or the
     path of an existing ledger file) and ``dataset``: charge that budget first;
     ``seed``: INSECURE reproducible noise; ``interaction``: the budget's model
     (default the ledger's, else fully-adaptive); ``progress``: a status line on
@@ -502,7 +502,7 @@ def topk(data, *, user: str, item: str, k: int, epsilon: float, delta: float = 0
     stored answer, free; a new label: a new release with fresh noise, charged).
 
     Raises ``ValueError`` / ``TypeError`` for bad parameters before anything
-    is read, :class:`~privloss.analytics.ledger.LedgerBudgetError` /
+    is read, :class:`~privloss.budget.LedgerBudgetError` /
     ``LedgerPlanError`` when the ledger refuses (nothing read, computed or
     charged), :class:`~privloss.analytics.errors.ComputationFailed` when the
     engine fails after the charge (the charge stays).

@@ -265,7 +265,7 @@ def _verdict(ledger, dataset, request: ReleaseRequest, *, user, item, seed) -> d
 def _planned_epsilon(ledger, dataset, request: ReleaseRequest, summary: dict, *, user, item,
                      seed) -> float:
     from privloss.analytics.api import refusal
-    from privloss.analytics.ledger import LedgerPlanError
+    from privloss.budget import LedgerPlanError
 
     unused = [entry for entry in summary["plan"] or () if not entry["used"]]
     if not unused:             # every planned release was made: the ledger's own refusal

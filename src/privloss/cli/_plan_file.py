@@ -79,9 +79,9 @@ def _parse(path: str, text: str) -> list:
 
 
 def plan_item(fields: dict, interaction: str, number: int):
-    """The :class:`~privloss.analytics.ledger.PlanItem` of one planned release."""
-    from privloss.analytics._serialize import events_from_text
-    from privloss.analytics.ledger import PlanItem
+    """The :class:`~privloss.budget.PlanItem` of one planned release."""
+    from privloss.serialize import events_from_text
+    from privloss.budget import PlanItem
 
     where = f"--plan: release #{number}"
     unknown = sorted(set(fields) - _FIELDS)

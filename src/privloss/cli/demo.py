@@ -74,7 +74,7 @@ def run(args) -> int:
         raise CommandError("the demo needs DuckDB: pip install '.[analytics]' (from a "
                            "checkout) or the 'analytics' extra") from error
     import privloss
-    from privloss.analytics.ledger import Ledger, LedgerBudgetError
+    from privloss.budget import Ledger, LedgerBudgetError
     from privloss.cli.ledger import ledger_errors
 
     data_folder = tempfile.mkdtemp(prefix="privloss-demo-data-")

@@ -1,5 +1,5 @@
 """``privloss ledger``: create, show and list the releases of a durable
-privacy-budget ledger (:mod:`privloss.analytics.ledger`).
+privacy-budget ledger (:mod:`privloss.budget`).
 
     privloss ledger create  --ledger PATH --dataset NAME --epsilon E [--delta D]
                             [--interaction fully-adaptive | adaptive --plan FILE
@@ -33,15 +33,15 @@ BUDGET_EXIT_CODE = 3
 # helpers for other commands
 # --------------------------------------------------------------------------
 
-#: the ledger's interaction models (privloss.analytics.ledger.LEDGER_INTERACTIONS),
+#: the ledger's interaction models (privloss.budget.LEDGER_INTERACTIONS),
 #: spelled here so that `--help` needs no ledger import
 LEDGER_INTERACTIONS = (Interaction.FULLY_ADAPTIVE.value, Interaction.ADAPTIVE.value,
                        Interaction.SETWISE.value)
 
 
 def _ledger_module():
-    """privloss.analytics.ledger, imported when a command uses it (fast --help)."""
-    from privloss.analytics import ledger
+    """privloss.budget, imported when a command uses it (fast --help)."""
+    import privloss.budget as ledger
     return ledger
 
 

@@ -81,7 +81,7 @@ class ServiceState:
         finishing; reproduced with 30 threads); separate instances are the
         ledger's tested multi-process case, and the store's lock serialises
         their charges."""
-        from privloss.analytics.ledger import Ledger
+        from privloss.budget import Ledger
 
         ledger = getattr(self._local, "ledger", None)
         if ledger is None:
@@ -98,7 +98,7 @@ class ServiceState:
     def prepare_loop_ledger(self) -> None:
         """Open the event loop's ledger, or give it an idle connection again; runs
         in a worker thread (it touches only the store's locked idle stack)."""
-        from privloss.analytics.ledger import Ledger
+        from privloss.budget import Ledger
 
         if self._loop_ledger is None:
             self._loop_ledger = Ledger(self.config.ledger, create=False)
@@ -206,7 +206,7 @@ def _shown(value):
 def create_app(config) -> FastAPI:
     """The service for a checked :class:`~privloss.service.config.ServiceConfig`.
     Creates the ledger (if missing) and its datasets (the current windows)."""
-    from privloss.analytics.ledger import Ledger
+    from privloss.budget import Ledger
     from privloss.service import dashboard, routes, sql_route
     from privloss.service.queries import ensure_dataset
 

@@ -86,7 +86,7 @@ def ensure_dataset(ledger, dataset, name: str | None = None) -> str:
     """Create the ledger dataset ``name`` (default: the current window) with the
     dataset's budget if it is missing; return its name.  Another process
     creating it first is fine (the budget is the same)."""
-    from privloss.analytics.ledger import DatasetExistsError
+    from privloss.budget import DatasetExistsError
 
     name = window_name(dataset) if name is None else name
     if (ledger.path, name) in _EXISTING:       # ledger datasets are never deleted
@@ -271,7 +271,7 @@ def run_release(ledger, dataset, analyst, command: str, body: dict) -> dict:
 
     receipt = ledger.release_with_receipt(name, key, compute, events, analyst=analyst.name,
                                           analyst_budget=analyst.cap(dataset))
-    from privloss.analytics._serialize import event_to_json
+    from privloss.serialize import event_to_json
 
     payload = dict(receipt.result)
     payload["event_objects"] = [event_to_json(event) for event in events]

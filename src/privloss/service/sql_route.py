@@ -233,7 +233,7 @@ def run_sql(ledger, dataset, analyst, body: dict) -> dict:
     """Check, charge, then compute; the response body (release, receipt, budget)."""
     import importlib
 
-    from privloss.analytics._serialize import event_to_json
+    from privloss.serialize import event_to_json
     from privloss.analytics.aggregate.api import ENGINES, _parameters
     from privloss.analytics.aggregate.mechanisms import release_payload
     from privloss.analytics.bounding import draw_seed

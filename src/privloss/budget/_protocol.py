@@ -1,4 +1,4 @@
-"""The release protocol of :class:`~privloss.analytics.ledger.Ledger`: check
+"""The release protocol of :class:`~privloss.budget.Ledger`: check
 and charge under the write lock, compute, store (package docstring, steps 2-5)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import threading
 import time as _time
 from typing import Any, Callable
 
-from privloss.analytics._serialize import (canonical_query_key, events_to_text, result_from_text,
+from privloss.serialize import (canonical_query_key, events_to_text, result_from_text,
                                            result_to_text)
 
 from . import _plan

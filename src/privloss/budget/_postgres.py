@@ -14,7 +14,7 @@ process and host that shares the database. Reading transactions run at
 
 Privacy guarantee
 -----------------
-As for SQLite (:mod:`privloss.analytics.ledger`): racing releases never
+As for SQLite (:mod:`privloss.budget`): racing releases never
 overspend, nothing unrecorded leaves, every charge is recorded before its
 computation starts, and the hash chain (:mod:`._integrity`) is verified on open
 and inside every charging transaction. The file checks of :mod:`._store`

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from privloss.analytics._serialize import events_from_text
+from privloss.serialize import events_from_text
 
 from ._integrity import dataset_digest, release_chain, release_seal
 from ._store import APPLICATION_ID, SCHEMA, SCHEMA_VERSION, file_id_of

@@ -113,7 +113,7 @@ def _identity(value):
 def _guarantee_text(events) -> str:
     """The stored JSON of one release's guarantee (cached: a dry run and the
     release itself, or repeated releases of one query shape, compute it once)."""
-    from privloss.analytics._serialize import events_to_text
+    from privloss.serialize import events_to_text
     return _guarantee_of_text(events_to_text(events))
 
 
@@ -121,7 +121,7 @@ def _guarantee_text(events) -> str:
 def _guarantee_of_text(events_text: str) -> str:
     # keyed by the exact JSON of the events (bit for bit), never by equality of floats
     from privloss.accounting.fully_adaptive import release_guarantee
-    from privloss.analytics._serialize import events_from_text
+    from privloss.serialize import events_from_text
     return json.dumps(release_guarantee(events_from_text(events_text)).to_dict())
 
 

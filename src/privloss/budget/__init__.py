@@ -1,7 +1,7 @@
 """A durable privacy-budget ledger: one SQLite file, any number of datasets,
 threads and processes.
 
->>> from privloss.analytics.ledger import Ledger
+>>> from privloss.budget import Ledger
 >>> from privloss.events import PureDP
 >>> ledger = Ledger("budget.sqlite")                                   # doctest: +SKIP
 >>> ledger.create_dataset("retail", epsilon=1.0, delta=1e-6)           # doctest: +SKIP

@@ -1,5 +1,5 @@
 """Exact JSON forms of privacy events, query keys and release results (used by
-the ledger, :mod:`privloss.analytics.ledger`).
+the ledger, :mod:`privloss.budget`).
 
 Definition: an event becomes ``{"type": <class name>, <field>: <value>, ...}``
 with every dataclass field written out; a :class:`~privloss.events.Composed`

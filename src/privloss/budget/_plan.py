@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from privloss.accounting.errors import BUDGET_TOLERANCE
-from privloss.analytics._serialize import (canonical_query_key, events_from_text,
+from privloss.serialize import (canonical_query_key, events_from_text,
                                            events_to_text)
 from privloss.events import Event
 

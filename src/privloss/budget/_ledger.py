@@ -9,7 +9,7 @@ import json
 import os
 import threading
 
-from privloss.analytics._serialize import (canonical_query_key, events_from_text, events_to_text,
+from privloss.serialize import (canonical_query_key, events_from_text, events_to_text,
                                            result_from_text)
 from privloss.bounds._numeric import check_positive, check_probability
 from privloss.events import Event, Interaction
