@@ -100,12 +100,12 @@ def _run_one(name: str, path: str, groups: int):
         import duckdb
         connection = duckdb.connect()
         if name == "hand_bounded_capped":
-            from privloss.analytics.engines.duckdb_engine import DEFAULT_MEMORY_LIMIT
+            from privloss.query.engines.duckdb_engine import DEFAULT_MEMORY_LIMIT
             connection.execute("SET memory_limit = ?", [DEFAULT_MEMORY_LIMIT]).fetchall()
         sql = RAW_SQL if name == "raw_groupby" else HAND_SQL
         return lambda: connection.execute(sql, [path]).fetchall()
     if name == "privloss_duckdb":
-        from privloss.analytics.aggregate import aggregate
+        from privloss.api.aggregate import aggregate
         return lambda: aggregate(path, privacy_unit="user_id", by=["country"],
                                  aggregations=["count", "sum:price:0:100", "mean:price:0:100"],
                                  epsilon=1.0, delta=1e-6, keys=list(range(groups)),

@@ -54,8 +54,8 @@ def write_config(folder: Path, data: str, ledger: str) -> Path:
 
 def library_release(data: str, repeat: int) -> list[float]:
     """The library's release (engine aggregation and algorithm), no ledger."""
-    from privloss.analytics.engines import bounded_histogram
-    from privloss.analytics.request import make_request
+    from privloss.query.engines import bounded_histogram
+    from privloss.api.request import make_request
 
     request = make_request("topk", epsilon=1.0, delta=1e-6, k=10, l0=5, d_bar=1000)
     times = []

@@ -43,8 +43,8 @@ EPSILON, DELTA = 1.0, 1e-6
 
 
 def privloss_release(args, engine: str):
-    from privloss.analytics.algorithms import ALGORITHMS
-    from privloss.analytics.engines import bounded_histogram
+    from privloss.releases.algorithms import ALGORITHMS
+    from privloss.query.engines import bounded_histogram
 
     histogram = bounded_histogram(args.data, user_column="user_id", item_column="item",
                                   l0=args.l0, linf=args.linf, engine=engine, top=args.top)
@@ -91,7 +91,7 @@ def child(args) -> dict:
         best, _, result = _timed(lambda: privloss_release(args, "duckdb"), args.repeat)
         out["released"] = len(result.items)
     elif name == "privloss_spark":
-        from privloss.analytics.engines.spark_engine import get_session
+        from privloss.query.engines.spark_engine import get_session
 
         start = time.perf_counter()
         get_session().sparkContext.setLogLevel("ERROR")

@@ -133,12 +133,12 @@ def child(args) -> dict:
                                       cpu)
         out["top_count"] = int(result[0][1])
     else:
-        from privloss.analytics import bounded_histogram
+        from privloss.query import bounded_histogram
 
         engine = "spark" if name.startswith("privloss_spark") else "duckdb"
         l0 = None if base.endswith("_linf") else args.l0
         if engine == "spark":
-            from privloss.analytics.engines.spark_engine import get_session
+            from privloss.query.engines.spark_engine import get_session
 
             start = time.perf_counter()
             get_session().sparkContext.setLogLevel("ERROR")

@@ -33,8 +33,8 @@ def main(argv=None) -> int:
     import pyarrow as pa
 
     import privloss
-    from privloss.analytics.corpora import data_file, shakespeare_speaker_words
-    from privloss.analytics.engines import bounded_histogram
+    from privloss.query.corpora import data_file, shakespeare_speaker_words
+    from privloss.query.engines import bounded_histogram
 
     columns = shakespeare_speaker_words(data_file("shakespeare.txt"))
     rows = pa.table(columns)

@@ -15,9 +15,10 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     # the high-level analytics API (privloss.topk(...), privloss.plan(...))
-    "privloss.analytics.aggregate.api": ("aggregate",),
-    "privloss.analytics.api": ("histogram", "topk"),
-    "privloss.analytics.planning": ("max_epsilon", "plan"),
+    "privloss.api.aggregate": ("aggregate",),
+    "privloss.api.sql": ("sql",),
+    "privloss.api.protocol": ("histogram", "topk"),
+    "privloss.api.planning": ("max_epsilon", "plan"),
     "privloss.accounting": (
         "AccountingResult", "BudgetExceededError", "PrivacyAccountant", "PrivacyFilter",
         "UnsupportedEventError", "calibrate_epsilon", "calibrate_gaussian_sigma", "compose",

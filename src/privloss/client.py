@@ -13,7 +13,7 @@ Definition
 One method per endpoint of ``/v1`` (docs/service.md): :meth:`Client.datasets`,
 :meth:`Client.budget`, :meth:`Client.history`, :meth:`Client.plan` (a dict, the
 dry run), :meth:`Client.topk` and :meth:`Client.histogram`, which return the
-library's :class:`~privloss.analytics.release.Release` (``spent`` is the
+library's :class:`~privloss.releases.release.Release` (``spent`` is the
 budget afterwards, ``receipt`` in ``parameters["receipt"]``).  Errors raise
 :class:`ServiceRequestError` with the HTTP ``status`` and the server's
 message; a refused budget (409) is :class:`BudgetRefused`.
@@ -45,12 +45,12 @@ class BudgetRefused(ServiceRequestError):
 
 
 def release_from_response(body: dict):
-    """The :class:`~privloss.analytics.release.Release` of a ``/topk`` or
+    """The :class:`~privloss.releases.release.Release` of a ``/topk`` or
     ``/histogram`` response."""
     import numpy as np
 
     from privloss.serialize import event_from_json
-    from privloss.analytics.release import Release
+    from privloss.releases.release import Release
 
     rows = body["items"]
     counts = [row["count"] for row in rows]

@@ -1,12 +1,12 @@
-"""Pure-Python reference of the bounding in privloss.analytics.aggregate.engine_duckdb."""
+"""Pure-Python reference of the bounding in privloss.query.engines.aggregate_duckdb."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from privloss.analytics.aggregate.engine_duckdb import (ROW_SEED_OFFSET, group_code, row_code,
+from privloss.query.engines.aggregate_duckdb import (ROW_SEED_OFFSET, group_code, row_code,
                                                         unit_code)
-from privloss.analytics.bounding import SelectionKey
+from privloss.query.bounding import SelectionKey
 
 
 def bounded(rows, *, by_integer: bool, unit_integer: bool, grids: dict, columns: tuple,

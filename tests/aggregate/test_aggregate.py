@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privloss.analytics.aggregate.api import aggregate, make_query, plan_aggregate
-from privloss.analytics.aggregate.engine_duckdb import bounded_aggregates
-from privloss.analytics.aggregate.sql import UnsupportedSql, parse_sql
-from privloss.analytics.aggregate.spec import ValueGrid
+from privloss.api.aggregate import aggregate, make_query, plan_aggregate
+from privloss.query.engines.aggregate_duckdb import bounded_aggregates
+from privloss.query.sql import UnsupportedSql, parse_sql
+from privloss.query.spec import ValueGrid
 
 from tests.aggregate.reference import bounded
 
@@ -174,7 +174,7 @@ def test_cli_sql_dry_run_and_refusal(tmp_path, capsys):
 
 
 def _mechanism_draws(query, exact, runs: int):
-    from privloss.analytics.aggregate.mechanisms import release_payload
+    from privloss.releases.aggregate import release_payload
     from privloss.samplers import InsecureSeededSource
 
     source = InsecureSeededSource(123)
@@ -209,7 +209,7 @@ def test_quantile_selection_matches_exponential_pmf():
     (ExponentialMechanism.probabilities), p > 1e-4."""
     from scipy.stats import chisquare
 
-    from privloss.analytics.aggregate import mechanisms
+    from privloss.releases import aggregate as mechanisms
     from privloss.mechanisms.exponential import ExponentialMechanism
     from privloss.samplers import InsecureSeededSource
 

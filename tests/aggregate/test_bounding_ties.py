@@ -13,11 +13,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from privloss.analytics.aggregate._sql import DUCKDB, bounded_sql
-from privloss.analytics.aggregate import engine_duckdb
-from privloss.analytics.aggregate.engine_duckdb import ROW_SEED_OFFSET
-from privloss.analytics.aggregate.spec import ValueGrid
-from privloss.analytics.bounding import SelectionKey, text_code
+from privloss.query.engines._sql import DUCKDB, bounded_sql
+from privloss.query.engines import aggregate_duckdb as engine_duckdb
+from privloss.query.engines.aggregate_duckdb import ROW_SEED_OFFSET
+from privloss.query.spec import ValueGrid
+from privloss.query.bounding import SelectionKey, text_code
 
 from tests.aggregate.reference import bounded
 from tests.conftest import spark_skip_reason
@@ -102,7 +102,7 @@ def test_duckdb_sql_reads_its_source_once():
 @pytest.mark.skipif(SPARK_SKIP is not None, reason=SPARK_SKIP or "")
 @pytest.mark.parametrize("text", [False, True])
 def test_spark_splits_tied_keys_as_duckdb(spark, tmp_path, text):
-    from privloss.analytics.aggregate import engine_spark
+    from privloss.query.engines import aggregate_spark as engine_spark
 
     tied = TIED_TEXT if text else TIED
     rows = _rows([BELOW, tied[0], tied[1], ABOVE], text)

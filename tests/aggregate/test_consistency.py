@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from privloss.analytics.aggregate.consistency import (consistent_counts, project_to_simplex,
+from privloss.releases.consistency import (consistent_counts, project_to_simplex,
                                                       systematic_rounding)
 from privloss.samplers import InsecureSeededSource
 
@@ -42,7 +42,7 @@ def test_rounding_unbiased():
 def test_aggregate_consistent_flag():
     import pandas as pd
 
-    from privloss.analytics.aggregate.api import aggregate
+    from privloss.api.aggregate import aggregate
 
     frame = pd.DataFrame({"uid": range(40), "g": [f"c{i % 4}" for i in range(40)]})
     release = aggregate(frame, privacy_unit="uid", by=["g"], aggregations=["count"],

@@ -7,9 +7,9 @@ from tests._rows import write_rows
 pytest.importorskip("duckdb")
 
 import privloss  # noqa: E402
-from privloss.analytics import api  # noqa: E402
+from privloss.api import protocol as api  # noqa: E402
 from privloss.budget import Ledger, LedgerBudgetError, LedgerPlanError, PlanItem  # noqa: E402
-from privloss.analytics.request import make_request  # noqa: E402
+from privloss.api.request import make_request  # noqa: E402
 
 TOPK = dict(user="user", item="item", k=2, delta=1e-6, l0=2, d_bar=10)
 
@@ -38,7 +38,7 @@ class Spy:
     """Counts engine calls (the only way the API reads rows)."""
 
     def __init__(self, monkeypatch):
-        import privloss.analytics.engines as engines
+        import privloss.query.engines as engines
         self.calls = 0
         self.prepared = 0
         real_histogram, real_prepare = engines.bounded_histogram, api.prepare_data
@@ -200,7 +200,7 @@ def test_progress_line_only_when_asked_or_on_a_terminal(capsys):
 def test_python_api_accepts_frames_relations_and_sql(rows, tmp_path):
     duckdb = pytest.importorskip("duckdb")
     pa = pytest.importorskip("pyarrow")
-    from privloss.analytics.inputs import SqlQuery
+    from privloss.query.inputs import SqlQuery
 
     reference = privloss.topk(rows, epsilon=1.0, seed=7, **TOPK)
     con = duckdb.connect()

@@ -116,7 +116,7 @@ def test_python_api_and_cli_give_the_same_json(capsys, rows, tmp_path):
                                         domain=["a", "b", "c", "d"], seed=6))):
         code, out, err = run(capsys, *argv)
         assert code == 0, err
-        from privloss.analytics.api import payload_of
+        from privloss.api.protocol import payload_of
         assert json.loads(out) == json.loads(json.dumps(payload_of(call())))
 
 
@@ -138,7 +138,7 @@ def test_epsilon_max_fits_exactly_and_the_next_is_refused(capsys, rows, tmp_path
 
 
 def test_refusal_is_instant_and_reads_no_data(capsys, rows, tmp_path, monkeypatch):
-    import privloss.analytics.engines as engines
+    import privloss.query.engines as engines
     import privloss.cli._release as release
 
     ledger = tmp_path / "l.sqlite"

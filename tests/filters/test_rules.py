@@ -261,7 +261,7 @@ def test_subsampled_gaussian_release_uses_its_subsampled_renyi_curve():
 
 def test_worked_example_of_the_docs():
     # docs/accounting.md: ten unknown-gumbel top-10 releases, planned vs fully adaptive
-    from privloss.analytics.algorithms import ALGORITHMS
+    from privloss.releases.algorithms import ALGORITHMS
 
     events = ALGORITHMS["unknown-gumbel"].events(epsilon=0.1, delta=1e-7, k=10, l0_sensitivity=1)
     planned = compose(list(events) * 10, target_delta=1e-6, interaction="adaptive")

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("duckdb")
 
-from privloss.analytics.errors import FIXED_MESSAGE  # noqa: E402
+from privloss.query.errors import FIXED_MESSAGE  # noqa: E402
 from tests.leaks._support import integers_in, rows, run, write_csv  # noqa: E402
 
 COLUMNS = ["--user-column", "user", "--item-column", "item"]

@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from privloss.analytics import fingerprint
+from privloss.query import fingerprint
 
 
 def test_key_file_is_created_once_with_mode_0600(tmp_path, monkeypatch):

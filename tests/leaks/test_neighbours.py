@@ -15,8 +15,8 @@ import pytest
 
 pytest.importorskip("duckdb")
 
-from privloss.analytics.algorithms import ALGORITHMS, KNOWN_GAUSSIAN  # noqa: E402
-from privloss.analytics.engines import bounded_histogram  # noqa: E402
+from privloss.releases.algorithms import ALGORITHMS, KNOWN_GAUSSIAN  # noqa: E402
+from privloss.query.engines import bounded_histogram  # noqa: E402
 from privloss.samplers import InsecureSeededSource  # noqa: E402
 from tests.leaks._support import (DOMAIN, NEIGHBOURS, half_widths, run,  # noqa: E402
                                   without_noise, write_csv)

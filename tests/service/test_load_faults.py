@@ -29,7 +29,7 @@ def admitted_sequentially(budget) -> int:
     import tempfile
 
     from privloss.budget import Ledger, LedgerBudgetError
-    from privloss.analytics.request import make_request
+    from privloss.api.request import make_request
 
     events = make_request("histogram", epsilon=0.1, domain=DOMAIN, l0=1).events()
     with tempfile.TemporaryDirectory() as folder:

@@ -22,7 +22,7 @@ def releases(app) -> int:
 @pytest.fixture()
 def no_data_read(monkeypatch):
     """Fail the test if the engine is asked to read the data."""
-    import privloss.analytics.engines as engines
+    import privloss.query.engines as engines
     calls = []
     real = engines.bounded_histogram
 

@@ -196,7 +196,7 @@ REFUSALS = [
 
 def _spy_engine(monkeypatch) -> dict:
     """Count the engine's schema binds and row reads (the real functions still run)."""
-    from privloss.analytics.aggregate import engine_duckdb
+    from privloss.query.engines import aggregate_duckdb as engine_duckdb
 
     calls = {"schema": 0, "rows": 0}
 

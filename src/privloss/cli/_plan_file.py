@@ -32,8 +32,9 @@ import json
 import tomllib
 
 from privloss.cli._common import CommandError, read_regular_file
+from privloss.api.request import l0_sensitivity
 
-__all__ = ["read_plan_file", "plan_item", "l0_sensitivity", "MAX_PLAN_BYTES"]
+__all__ = ["read_plan_file", "plan_item", "MAX_PLAN_BYTES"]
 
 #: largest plan file read
 MAX_PLAN_BYTES = 1 << 20
@@ -41,15 +42,6 @@ _FIELDS = {"command", "algorithm", "noise", "epsilon", "delta", "k", "l0", "linf
            "domain_size", "events"}
 #: fields a CLI release's query key must equal (the rest only shape the events)
 _MATCHED = ("command", "algorithm", "epsilon", "delta", "k", "l0", "linf", "d_bar")
-
-
-def l0_sensitivity(l0: int | None, domain_size: int | None) -> int | None:
-    """The l0 the noise is scaled for: ``min(--l0, domain size)`` with a known
-    domain (a user touches at most every listed item, and at most ``l0`` items
-    after bounding), else ``--l0`` (None: unbounded)."""
-    if domain_size is None:
-        return l0
-    return domain_size if l0 is None else min(l0, domain_size)
 
 
 def _read_text(path: str) -> str:
@@ -137,7 +129,7 @@ def _algorithm(fields: dict, command: str, domain_size, where: str) -> str:
 
 
 def _spec(algorithm: str):
-    from privloss.analytics.algorithms import ALGORITHMS, KNOWN_GAUSSIAN
+    from privloss.releases.algorithms import ALGORITHMS, KNOWN_GAUSSIAN
     if algorithm == KNOWN_GAUSSIAN.name:
         return KNOWN_GAUSSIAN
     if algorithm not in ALGORITHMS:

@@ -1,19 +1,19 @@
 """What ``privloss histogram`` and ``privloss topk`` share: flags, the domain
 file, the data snapshot, and printing.  The release itself is the Python API's
-(:func:`privloss.analytics.api.release`), so the CLI and ``privloss.topk(...)``
+(:func:`privloss.api.protocol.release`), so the CLI and ``privloss.topk(...)``
 give the same JSON for the same seed.
 
 Order of work (nothing data-dependent happens before the charge):
 
 1. validate every argument and the domain file, and fix the release's events
-   from the parameters alone (:func:`privloss.analytics.request.make_request`);
+   from the parameters alone (:func:`privloss.api.request.make_request`);
    ``--epsilon max`` asks the ledger for the largest epsilon that fits
-   (:func:`privloss.analytics.planning.max_epsilon_of`); ``--dry-run`` prints
-   the plan (:func:`privloss.analytics.planning.plan_request`) and stops;
+   (:func:`privloss.api.planning.max_epsilon_of`); ``--dry-run`` prints
+   the plan (:func:`privloss.api.planning.plan_request`) and stops;
 2. with a ledger: a read-only budget check, so a refusal is instant and no
    data is read;
 3. snapshot the data files (read once, keyed MAC for the repeated-query key,
-   the engine reads the private copies; :mod:`privloss.analytics.fingerprint`)
+   the engine reads the private copies; :mod:`privloss.query.fingerprint`)
    and check the schema;
 4. the ledger charges the planned events (or answers an identical stored query
    for free), then ``compute`` builds the bounded histogram inside the engine
@@ -124,7 +124,7 @@ def read_domain(path: str | None):
 def _snapshot(text: str, flag: str, snapshots: list):
     """A FileInput over private copies of the file(s) at ``text`` (read once,
     MAC'ed), and the MAC; the snapshot is appended to ``snapshots``."""
-    from privloss.analytics.api import snapshot_path
+    from privloss.api.protocol import snapshot_path
 
     try:
         return snapshot_path(text, snapshots)
@@ -142,9 +142,9 @@ def _snapshot(text: str, flag: str, snapshots: list):
 def data_source(args):
     """The engine input and the data's keyed fingerprint for the query key (an
     identical repeated query is free only if the data is unchanged), as a
-    :class:`~privloss.analytics.api.DataSource` whose snapshots the API deletes."""
-    from privloss.analytics.api import DataSource
-    from privloss.analytics.fingerprint import keyed_mac
+    :class:`~privloss.api.protocol.DataSource` whose snapshots the API deletes."""
+    from privloss.api.protocol import DataSource
+    from privloss.query.fingerprint import keyed_mac
 
     source = DataSource(None, None)
     try:
@@ -154,7 +154,7 @@ def data_source(args):
             source.input, mac = _snapshot(args.data, "DATA", source.snapshots)
             source.fingerprint = {"file": os.path.abspath(args.data), "mac": mac}
             return source
-        from privloss.analytics.inputs import SqlQuery
+        from privloss.query.inputs import SqlQuery
 
         tables, macs = {}, []
         for name, path in args.table:
@@ -183,7 +183,7 @@ def data_source(args):
 def _check_paths(args) -> None:
     """DATA (or every --table file) exists and is a data file we can read; only
     the file system is asked, no byte of data is read."""
-    from privloss.analytics.inputs import resolve_input
+    from privloss.query.inputs import resolve_input
 
     if not args.sql and args.table:
         raise CommandError("--table goes with --sql (DATA is then the query)")
@@ -219,10 +219,10 @@ def _interaction(args, ledger) -> str | None:
 def release_and_report(args, *, command: str, k: int | None = None, algorithm=None,
                        noise: str = "laplace") -> int:
     """Validate, plan (``--dry-run`` stops here), charge, compute, print."""
-    from privloss.analytics import api
-    from privloss.analytics.errors import ComputationFailed
-    from privloss.analytics.planning import max_epsilon_of, plan_request
-    from privloss.analytics.request import make_request
+    from privloss.api import protocol as api
+    from privloss.query.errors import ComputationFailed
+    from privloss.api.planning import max_epsilon_of, plan_request
+    from privloss.api.request import make_request
     from privloss.cli.ledger import ledger_errors, open_ledger_from_args
 
     domain = read_domain(args.domain)
@@ -294,7 +294,7 @@ def _suppressed(request, released: int) -> str | None:
 
 
 def _print(payload: dict, request, *, cached: bool) -> None:
-    from privloss.analytics.planning import bounding_note
+    from privloss.api.planning import bounding_note
 
     items = payload["items"]
     labels = [_printable(row["item"]) for row in items]

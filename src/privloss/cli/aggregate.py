@@ -64,7 +64,7 @@ def register(subparsers) -> None:
 
 
 def _aggregations(args) -> list:
-    from privloss.analytics.aggregate.spec import Aggregation, parse_value_spec
+    from privloss.query.spec import Aggregation, parse_value_spec
     out = []
     if args.count:
         out.append(Aggregation("count"))
@@ -80,9 +80,9 @@ def _aggregations(args) -> list:
 
 def run_query(args, data, by, aggregations) -> int:
     """Dry run or release of a checked query; prints the result."""
-    from privloss.analytics.aggregate.api import aggregate, plan_aggregate
-    from privloss.analytics.aggregate.keys import read_keys_file
-    from privloss.analytics.errors import ComputationFailed
+    from privloss.api.aggregate import aggregate, plan_aggregate
+    from privloss.query.keys import read_keys_file
+    from privloss.query.errors import ComputationFailed
     from privloss.cli.ledger import ledger_errors, open_ledger_from_args
 
     with ledger_errors():

@@ -19,7 +19,7 @@ def register(subparsers) -> None:
 
 
 def algorithm_for(noise: str, known_domain: bool) -> str:
-    from privloss.analytics.request import histogram_algorithm
+    from privloss.api.request import histogram_algorithm
     return histogram_algorithm(noise, known_domain)
 
 

@@ -39,7 +39,7 @@ def _pairs(values, flag: str, form: str) -> dict:
 
 
 def run(args) -> int:
-    from privloss.analytics.aggregate.sql import UnsupportedSql, parse_sql
+    from privloss.query.sql import UnsupportedSql, parse_sql
     from privloss.cli.aggregate import run_query
 
     tables = _pairs(args.table, "--table", "NAME=PATH")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from privloss.cli._vocabulary import count_value
 from privloss.cli._release import add_data_flags, release_and_report
 
-#: --algorithm choices (privloss.analytics.request.TOPK_ALGORITHMS, kept here so that
+#: --algorithm choices (privloss.api.request.TOPK_ALGORITHMS, kept here so that
 #: ``privloss topk --help`` does not import the analytics package)
 ALGORITHM_NAMES = ["known-laplace", "known-gumbel", "unknown-laplace", "unknown-gumbel",
                    "gauss-ordered", "trunc-gauss"]

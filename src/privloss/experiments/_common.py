@@ -65,8 +65,8 @@ def seeded_source(seed: int | None):
 def data_file(name: str) -> Path:
     """The shared data file ``name``: ``$PRIVLOSS_DATA`` (the file or its folder), else
     ``shared/data`` above the current directory or the package (see
-    :func:`privloss.analytics.corpora.find_data_file`); ``FileNotFoundError`` if absent."""
-    from privloss.analytics.corpora import data_file as locate
+    :func:`privloss.query.corpora.find_data_file`); ``FileNotFoundError`` if absent."""
+    from privloss.query.corpora import data_file as locate
 
     return locate(name)
 

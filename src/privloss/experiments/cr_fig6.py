@@ -8,7 +8,7 @@ Definition
     Laplace Lap_Z(1/eps0); Algorithm 1: each count plus discrete Gaussian
     N_Z(0, sigma^2), then the order-constrained least-squares fit in the
     discovered order (eq. (9),
-    ``privloss.analytics.algorithms._isotonic.ordered_least_squares``).  Same
+    ``privloss.releases.algorithms._isotonic.ordered_least_squares``).  Same
     count budget: eps = optimal composition of k eps0-DP counts at delta
     (``privloss.bounds.optimal_dp``); Lemma 6.3 (Delta_0 = k, Delta_inf = 1)
     solved for sigma: rho with rho + 2 sqrt(rho log(1/delta)) = eps, sigma^2 = k / (2 rho).
@@ -40,7 +40,7 @@ import re
 
 import numpy as np
 
-from privloss.analytics.algorithms._isotonic import ordered_least_squares
+from privloss.releases.algorithms._isotonic import ordered_least_squares
 from privloss.bounds.optimal_dp import optimal_dp_epsilon
 from privloss.experiments import _common
 from privloss.samplers import discrete_gaussian, discrete_laplace
@@ -62,7 +62,7 @@ _TOKEN = re.compile(r"\w+|[^\w\s]+")      # NLTK WordPunctTokenizer's pattern (d
 
 def macbeth_path() -> pathlib.Path | None:
     """The Macbeth text (``$PRIVLOSS_DATA`` or ``shared/data`` beside the checkout), or None."""
-    from privloss.analytics.corpora import find_data_file
+    from privloss.query.corpora import find_data_file
 
     return find_data_file(DATA_FILE)
 
@@ -184,7 +184,7 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, seed: int | None = None, 
         if not path.is_file():
             raise FileNotFoundError(f"data_path: Macbeth text not found at {path}")
     else:
-        from privloss.analytics.corpora import data_file
+        from privloss.query.corpora import data_file
 
         path = data_file(DATA_FILE)
     trials = trials if trials is not None else (QUICK_TRIALS if quick else TRIALS)

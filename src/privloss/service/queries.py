@@ -4,7 +4,7 @@ Definition
 ----------
 :func:`build_request` checks an analyst's parameters (the column against the
 dataset's declared list, everything else with
-:func:`privloss.analytics.request.make_request`, which names the field, its
+:func:`privloss.api.request.make_request`, which names the field, its
 value and the allowed range).  :func:`plan_release` is the dry run: the
 release's events, its own guarantee, noise, threshold and the ledger's
 read-only verdict for this analyst (``Ledger.would_admit`` with the analyst's
@@ -37,7 +37,7 @@ is computed before the charge, so a refusal reveals nothing about the data.
 
 Runtime
 -------
-See :mod:`privloss.analytics.api`: one engine aggregation and two short ledger
+See :mod:`privloss.api.protocol`: one engine aggregation and two short ledger
 transactions per release; a plan is one calibration and one ledger read.
 """
 
@@ -106,7 +106,7 @@ def ensure_dataset(ledger, dataset, name: str | None = None) -> str:
 
 def data_input(dataset):
     """What the engine reads: the operator's file, SQL or Spark table."""
-    from privloss.analytics.inputs import SqlQuery, resolve_input
+    from privloss.query.inputs import SqlQuery, resolve_input
 
     if dataset.path is not None:
         return resolve_input(Path(dataset.path))
@@ -138,10 +138,10 @@ def fingerprint(dataset) -> dict:
 
 
 def build_request(command: str, body: dict, dataset, interaction: str):
-    """The checked :class:`~privloss.analytics.request.ReleaseRequest` of an
+    """The checked :class:`~privloss.api.request.ReleaseRequest` of an
     analyst's parameters (``ColumnNotGranted`` for an undeclared column,
     ``ValueError`` naming the field for anything else)."""
-    from privloss.analytics.request import make_request
+    from privloss.api.request import make_request
 
     column = body.get("column")
     if column not in dataset.columns:
@@ -181,7 +181,7 @@ _PLANS_LOCK = threading.Lock()
 def _request_plan(request) -> dict:
     """The data- and ledger-free part of a dry run: a pure function of the
     public parameters (a frozen request), so it is computed once per process."""
-    from privloss.analytics.planning import plan_request
+    from privloss.api.planning import plan_request
 
     with _PLANS_LOCK:
         view = _PLANS.get(request)
@@ -240,8 +240,8 @@ def plan_release(ledger, dataset, analyst, command: str, body: dict) -> dict:
 
 def run_release(ledger, dataset, analyst, command: str, body: dict) -> dict:
     """Charge, then compute; the response body (release, receipt, budget)."""
-    from privloss.analytics.engines import bounded_histogram
-    from privloss.analytics.errors import ComputationFailed, computation_failed
+    from privloss.query.engines import bounded_histogram
+    from privloss.query.errors import ComputationFailed, computation_failed
 
     name = ensure_dataset(ledger, dataset)
     request = build_request(command, body, dataset, dataset.interaction)

@@ -131,7 +131,7 @@ def granted_dataset(request: Request, analyst, name: str):
 
 def call_ledger(function, *args, **kwargs):
     """Run a ledger / release call, mapping its errors to HTTP statuses."""
-    from privloss.analytics.errors import ComputationFailed
+    from privloss.query.errors import ComputationFailed
     from privloss.budget import (LedgerBudgetError, LedgerError,
                                            LedgerIntegrityError, LedgerPlanError)
     from privloss.service.queries import ColumnNotGranted

@@ -5,8 +5,8 @@ Definition
 ----------
 The analyst sends one ``SELECT g.., COUNT(*), SUM(x), AVG(x), MEDIAN(x), ...
 FROM <dataset> GROUP BY g..`` (the subset of
-:mod:`privloss.analytics.aggregate.sql`) with the public parameters of
-:func:`privloss.analytics.aggregate.aggregate`: ``epsilon``, ``delta``,
+:mod:`privloss.query.sql`) with the public parameters of
+:func:`privloss.aggregate`: ``epsilon``, ``delta``,
 ``bounds`` (``{"x": [low, high]}`` for every aggregated column),
 ``max_groups``, ``max_rows_per_group``, ``keys`` (public group labels; without
 them the groups go through the noisy threshold), ``noise``, ``budget_split``,
@@ -20,7 +20,7 @@ the last step:
 3. every column the query or ``bounds`` names must be declared for analysts
    (403, as for top-k); the privacy unit only inside
    ``COUNT(DISTINCT <unit>)``;
-4. the query is checked and calibrated (:func:`~privloss.analytics.aggregate.api.make_query`,
+4. the query is checked and calibrated (:func:`~privloss.api.aggregate.make_query`,
    422 naming the field) and the source's schema bound (no rows computed);
 5. the whole query's events are charged at once to the dataset's ledger with
    the analyst's cap (409 when refused), then the bounded aggregation runs.
@@ -29,8 +29,8 @@ Privacy guarantee
 -----------------
 The SQL text never reaches an engine: only the parsed column names, checked
 against the configuration, are used as quoted identifiers by the engine's
-relational API.  The release is :func:`~privloss.analytics.aggregate.aggregate`'s
-(user-level, composed events of :mod:`privloss.analytics.aggregate.budget`),
+relational API.  The release is :func:`~privloss.aggregate`'s
+(user-level, composed events of :mod:`privloss.releases.calibration`),
 charged as one release unit before the data is read, so a refusal reveals
 nothing about the data.
 
@@ -121,7 +121,7 @@ def _columns_named(text: str) -> list:
 
 
 def checked_query(dataset, body: dict):
-    """The calibrated :class:`~privloss.analytics.aggregate.api.AggregateQuery`
+    """The calibrated :class:`~privloss.api.aggregate.AggregateQuery`
     of an analyst's SQL, or a :class:`ServiceError` (422 / 403) before anything
     is read or charged."""
     import importlib.util
@@ -132,8 +132,8 @@ def checked_query(dataset, body: dict):
                                 "'privloss[analytics]')", outcome="sql-unavailable")
     from sqlglot.errors import SqlglotError
 
-    from privloss.analytics.aggregate.api import make_query
-    from privloss.analytics.aggregate.sql import UnsupportedSql, parse_sql
+    from privloss.api.aggregate import make_query
+    from privloss.query.sql import UnsupportedSql, parse_sql
 
     depth = _nesting(body["query"])
     if depth > MAX_NESTING:       # sqlglot's recursive descent would hit Python's limit
@@ -203,7 +203,7 @@ def plan_sql(ledger, dataset, analyst, body: dict) -> dict:
     and the ledger's read-only verdict for this analyst (nothing read or charged)."""
     import secrets
 
-    from privloss.analytics.aggregate.api import describe_plan
+    from privloss.api.aggregate import describe_plan
     from privloss.service.queries import ensure_dataset
 
     query = checked_query(dataset, body)
@@ -234,10 +234,10 @@ def run_sql(ledger, dataset, analyst, body: dict) -> dict:
     import importlib
 
     from privloss.serialize import event_to_json
-    from privloss.analytics.aggregate.api import ENGINES, _parameters
-    from privloss.analytics.aggregate.mechanisms import release_payload
-    from privloss.analytics.bounding import draw_seed
-    from privloss.analytics.errors import ComputationFailed, computation_failed
+    from privloss.api.aggregate import ENGINES, _parameters
+    from privloss.releases.aggregate import release_payload
+    from privloss.query.bounding import draw_seed
+    from privloss.query.errors import ComputationFailed, computation_failed
     from privloss.service.queries import (analyst_view, data_input, ensure_dataset,
                                           fingerprint, receipt_view)
 

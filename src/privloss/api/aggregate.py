@@ -1,0 +1,326 @@
+"""``privloss.aggregate(...)``: DP group-by with counts,
+sums, means and quantiles, and its dry run :func:`plan_aggregate`.
+
+>>> from privloss.api.aggregate import aggregate              # doctest: +SKIP
+>>> release = aggregate("orders.csv", privacy_unit="CustomerID", by=["Country"],
+...                     aggregations=["count", "mean:Price:0:100"], epsilon=1.0,
+...                     delta=1e-6, max_groups=1, max_rows_per_group=10)
+
+Definition
+----------
+The release protocol of :mod:`privloss.api.protocol`, in this order:
+
+1. every public parameter is checked and the query calibrated
+   (:func:`privloss.releases.calibration.build_plan`): the events are
+   fixed before any data is read;
+2. with a ledger, a read-only ``would_admit`` check: a refusal raises here;
+3. the data is snapshotted and fingerprinted (``api.prepare_data``) and its
+   schema checked (columns exist, value columns numeric): bad input raises
+   with the ledger unchanged;
+4. the whole query's events are charged at once (one release unit,
+   ``Ledger.release_with_receipt``) and only then is the bounded aggregation
+   run in the engine (:mod:`.engine_duckdb`) and the noise added
+   (:mod:`.mechanisms`).
+
+Privacy guarantee
+-----------------
+User-level (add/remove one privacy unit) with the composed events of
+:mod:`.budget`; ``seed`` is INSECURE (reproducible bounding and noise).
+
+Citation
+--------
+Wilson et al., PoPETs 2020; Rogers et al., arXiv:2002.05839.
+
+Runtime
+-------
+One read of the data files (fingerprint), one engine query, the noise per group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import secrets
+from dataclasses import dataclass
+
+from privloss.query.keys import check_keys
+from privloss.query.spec import (check_aggregations, check_budget,
+                                               check_positive_integer)
+
+__all__ = ["aggregate", "plan_aggregate", "AggregateRelease", "AggregateQuery", "make_query",
+           "ENGINES"]
+
+#: engine name -> module with ``check_schema`` and ``bounded_aggregates``
+ENGINES = {"duckdb": "privloss.query.engines.aggregate_duckdb",
+           "spark": "privloss.query.engines.aggregate_spark"}
+
+
+@dataclass(frozen=True)
+class AggregateQuery:
+    """A checked query and its calibrated plan (public parameters only)."""
+
+    privacy_unit: str
+    by: tuple
+    aggregations: tuple
+    epsilon: float
+    delta: float
+    keys: list | None
+    max_groups: int
+    max_rows_per_group: int
+    noise: str
+    budget_split: dict | None
+    plan: object
+
+    def key(self, data, seed) -> dict:
+        keys_digest = None if self.keys is None else hashlib.sha256(
+            json.dumps([list(map(str, k)) for k in self.keys]).encode()).hexdigest()
+        return {"command": "aggregate", "privacy_unit": self.privacy_unit, "by": list(self.by),
+                "aggregations": [[a.kind, a.column, a.low, a.high, list(a.quantiles)]
+                                 for a in self.aggregations],
+                "epsilon": self.epsilon, "delta": self.delta, "keys": keys_digest,
+                "max_groups": self.max_groups, "max_rows_per_group": self.max_rows_per_group,
+                "noise": self.noise, "budget_split": self.budget_split, "seed": seed,
+                "data": data}
+
+    @property
+    def value_columns(self) -> tuple:
+        seen = []
+        for a in self.aggregations:
+            if a.column is not None and a.column not in seen:
+                seen.append(a.column)
+        return tuple(seen)
+
+    @property
+    def quantile_columns(self) -> tuple:
+        return tuple(dict.fromkeys(a.column for a in self.aggregations if a.kind == "quantile"))
+
+
+def _column(name: str, value) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{name} must be a non-empty column name, got {value!r}")
+    return value
+
+
+def make_query(*, privacy_unit, by, aggregations, epsilon, delta=0.0, keys=None,
+               max_groups=1, max_rows_per_group=1, noise="laplace", budget_split=None,
+               grid_exponents=None) -> AggregateQuery:
+    """Check every public parameter and calibrate (raises ValueError / TypeError)."""
+    from privloss.releases.calibration import build_plan
+
+    privacy_unit = _column("privacy_unit", privacy_unit)
+    if isinstance(by, str):
+        by = [by]
+    by = tuple(_column("by", b) for b in by)
+    if not by:
+        raise ValueError("by must name at least one column, got none")
+    if len(set(by)) != len(by) or privacy_unit in by:
+        raise ValueError(f"by columns must be distinct and differ from privacy_unit, got "
+                         f"by={list(by)}, privacy_unit={privacy_unit!r}")
+    aggregations = check_aggregations(aggregations)
+    for a in aggregations:
+        if a.column in by or a.column == privacy_unit:
+            raise ValueError(f"{a.name} aggregates a by / privacy_unit column")
+    epsilon, delta = check_budget(epsilon, delta)
+    keys = check_keys(keys, by)
+    max_groups = check_positive_integer("max_groups", max_groups)
+    max_rows_per_group = check_positive_integer("max_rows_per_group", max_rows_per_group)
+    plan = build_plan(aggregations, epsilon=epsilon, delta=delta, max_groups=max_groups,
+                      max_rows_per_group=max_rows_per_group, unknown_keys=keys is None,
+                      noise=noise, budget_split=budget_split, grid_exponents=grid_exponents)
+    return AggregateQuery(privacy_unit, by, aggregations, epsilon, delta, keys, max_groups,
+                          max_rows_per_group, noise, budget_split, plan)
+
+
+@dataclass(frozen=True)
+class AggregateRelease:
+    """Released groups: ``rows`` (``group``, ``values``, ``ci95`` per output
+    column), ``columns``, ``events``, ``parameters`` (public), ``spent``,
+    ``guarantee`` (without a ledger), ``cached``."""
+
+    rows: list
+    columns: list
+    events: tuple
+    parameters: dict
+    spent: dict | None = None
+    guarantee: dict | None = None
+    cached: bool = False
+    totals: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {"rows": self.rows, "columns": self.columns, "totals": self.totals,
+                "parameters": self.parameters,
+                "events": [repr(e) for e in self.events], "spent": self.spent,
+                "guarantee": self.guarantee, "cached": self.cached}
+
+    def to_pandas(self):
+        import pandas as pd
+        return pd.DataFrame([{**{f"by{i}": v for i, v in enumerate(row["group"])},
+                              **row["values"]} for row in self.rows])
+
+
+def describe_plan(query: AggregateQuery) -> dict:
+    """Per measurement: its event, strength, noise and 95% half-width (public)."""
+    from privloss.releases.aggregate import BETA, _half_width
+    from privloss.api.planning import describe_event
+
+    plan = query.plan
+    out = []
+    for m in plan.measurements:
+        event = plan.event_of(m.name)
+        entry = {"measurement": m.name, "aggregation": m.owner, "event": repr(event),
+                 "step": describe_event(event),
+                 "epsilon_alone": _alone(event)}
+        if m.is_quantile:
+            from privloss.mechanisms.exponential import ExponentialMechanism
+            mech = ExponentialMechanism(plan.strengths[m.name], score_range=m.linf)
+            entry["noise"] = "exponential mechanism (exact), per group"
+            entry["ci95_rank_error"] = mech.utility_gap(BETA,
+                                                        n_candidates=plan.quantile_bins + 1)
+        else:
+            noise = plan.noises[m.name]
+            width = _half_width(noise, BETA)
+            grid = plan.grids.get(m.column)
+            unit = float(grid.step) if grid is not None and m.kind in ("sum", "csum") else 1
+            entry["noise"] = f"discrete-{noise.kind}"
+            entry["noise_parameter"] = float(noise.parameter)
+            entry["ci95_half_width"] = width * unit
+        out.append(entry)
+    return {"measurements": out, "guarantee": plan.guarantee, "threshold": plan.threshold,
+            "delta_selection": plan.delta_selection,
+            "grids": {c: {"grid": f"2^-{g.exponent}", "low_units": g.lo, "high_units": g.hi}
+                      for c, g in plan.grids.items()}}
+
+
+def _alone(event) -> float:
+    from privloss.accounting import compose
+    return compose((event,), target_delta=0.0, interaction="adaptive").epsilon
+
+
+def plan_aggregate(*, ledger=None, dataset=None, **parameters) -> dict:
+    """The dry run: what :func:`aggregate` with these parameters would spend and
+    how accurate it would be, and whether the ledger would admit it (read-only).
+    Reads no data."""
+    from privloss.api.protocol import resolve_ledger
+
+    query = make_query(**parameters)
+    out = {"dry_run": True, "command": "aggregate", **describe_plan(query),
+           "events": [repr(e) for e in query.plan.events], "ledger": None}
+    ledger, dataset = resolve_ledger(ledger, dataset)
+    if ledger is not None:
+        verdict = ledger.would_admit(dataset, query.key({"dry-run": secrets.token_hex(8)}, None),
+                                     query.plan.events)
+        out["ledger"] = {"dataset": dataset, "fits": bool(verdict["admitted"]),
+                         "spent_epsilon_after": verdict["spent_epsilon"],
+                         "reason": verdict["reason"] or None}
+    return out
+
+
+def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delta: float = 0.0,
+              keys=None, max_groups: int = 1, max_rows_per_group: int = 1, ledger=None,
+              dataset: str | None = None, seed: int | None = None, engine: str = "duckdb",
+              noise: str = "laplace", budget_split=None, grid_exponents=None,
+              consistent: bool = False):
+    """A private group-by (see the module docstring); returns an
+    :class:`AggregateRelease`.  ``aggregations``: CLI-style strings
+    (``"count"``, ``"count_distinct"``, ``"sum:COL:LOW:HIGH"``,
+    ``"mean:COL:LOW:HIGH"``, ``"quantile:COL:LOW:HIGH:Q[,Q]"``) or
+    :class:`~.spec.Aggregation` objects.  ``consistent``: post-process the
+    count columns (non-negative integers adding up to a released total,
+    :mod:`.consistency`).  Raises ``ValueError`` / ``TypeError``
+    for bad input before anything is charged, ``LedgerBudgetError`` when the
+    ledger refuses, ``ComputationFailed`` if the engine fails after the charge."""
+    from privloss.api import protocol as api
+    from privloss.releases.aggregate import release_payload
+    from privloss.query.bounding import draw_seed
+    from privloss.query.errors import ComputationFailed, computation_failed
+
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {sorted(ENGINES)}, got {engine!r}")
+    module = importlib.import_module(ENGINES[engine])
+    bounded_aggregates, check_schema = module.bounded_aggregates, module.check_schema
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"seed must be an integer >= 0 or None, got {seed!r}")
+    if not isinstance(consistent, bool):
+        raise TypeError(f"consistent must be True or False, got {consistent!r}")
+    query = make_query(privacy_unit=privacy_unit, by=by, aggregations=aggregations,
+                       epsilon=epsilon, delta=delta, keys=keys, max_groups=max_groups,
+                       max_rows_per_group=max_rows_per_group, noise=noise,
+                       budget_split=budget_split, grid_exponents=grid_exponents)
+    events = query.plan.events
+    ledger, dataset = api.resolve_ledger(ledger, dataset)
+    api.check_paths(data)
+    if ledger is not None:      # refuse before reading, unless a stored answer may exist
+        verdict = ledger.would_admit(dataset, query.key({"dry-run": secrets.token_hex(8)}, seed),
+                                     events)
+        wanted = {**query.key(None, seed), "consistent": consistent}
+        if not verdict["admitted"] and not _may_be_stored(ledger, dataset, wanted):
+            raise api.refusal(ledger, dataset, verdict)
+    source = api.prepare_data(data, engine=engine)
+    try:
+        check_schema(source.input, query.privacy_unit, query.by, query.value_columns)
+        noise_source = None
+        if seed is not None:
+            from privloss.samplers import InsecureSeededSource
+            noise_source = InsecureSeededSource(seed)
+        bounding_seed = draw_seed() if seed is None else seed
+
+        def compute() -> dict:
+            try:
+                exact = bounded_aggregates(
+                    source.input, unit=query.privacy_unit, by=query.by,
+                    value_columns=query.value_columns, grids=query.plan.grids,
+                    quantile_columns=query.quantile_columns, bins=query.plan.quantile_bins,
+                    max_groups=query.max_groups, max_rows=query.max_rows_per_group,
+                    seed=bounding_seed,
+                    key_texts=None if query.keys is None else
+                    [tuple(map(str, k)) for k in query.keys])
+                payload = release_payload(query.plan, query.aggregations, exact,
+                                          keys=query.keys, source=noise_source,
+                                          consistent=consistent)
+            except ComputationFailed:
+                raise
+            except (ValueError, TypeError, LookupError, ArithmeticError, MemoryError,
+                    OSError, RuntimeError) as error:
+                raise computation_failed(error, "aggregate release") from None
+            return payload
+
+        parameters = {**_parameters(query), "consistent": consistent}
+        if ledger is None:
+            payload = compute()
+            spent, guarantee = api._own_spending(events, query.delta, "fully-adaptive")
+            return AggregateRelease(payload["rows"], payload["columns"], events, parameters,
+                                    spent=spent, guarantee=guarantee,
+                                    totals=payload.get("totals"))
+        key = {**query.key(source.fingerprint, seed), "consistent": consistent}
+        receipt = ledger.release_with_receipt(dataset, key, compute, events)
+        payload = receipt.result
+        return AggregateRelease(payload["rows"], payload["columns"], events, parameters,
+                                spent=api._ledger_spending(ledger, dataset, receipt.cached),
+                                cached=receipt.cached, totals=payload.get("totals"))
+    finally:
+        source.close()
+
+
+def _may_be_stored(ledger, dataset, wanted: dict) -> bool:
+    """Whether an earlier release asked this query (data aside)."""
+    wanted = json.loads(json.dumps(wanted))          # the stored (JSON) form
+    for row in ledger.history(dataset):
+        stored = row["query"]
+        if row["status"] == "done" and isinstance(stored, dict) \
+                and {**stored, "data": None} == wanted:
+            return True
+    return False
+
+
+def _parameters(query: AggregateQuery) -> dict:
+    plan = query.plan
+    return {"privacy_unit": query.privacy_unit, "by": list(query.by),
+            "epsilon": query.epsilon, "delta": query.delta, "noise": query.noise,
+            "max_groups": query.max_groups, "max_rows_per_group": query.max_rows_per_group,
+            "keys": "known" if query.keys is not None else "unknown (noisy threshold)",
+            "threshold": plan.threshold, "delta_selection": plan.delta_selection,
+            "strengths": {name: str(value) for name, value in plan.strengths.items()},
+            "grids": {c: f"2^-{g.exponent}" for c, g in plan.grids.items()},
+            "quantile_candidates": plan.quantile_bins + 1, "nulls": "dropped",
+            "guarantee": plan.guarantee}
