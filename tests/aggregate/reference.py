@@ -1,11 +1,11 @@
-"""Pure-Python reference of the bounding in privloss.query.engines.aggregate_duckdb."""
+"""Pure-Python reference of the bounding compiled by privloss.query.engines._sql."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from privloss.query.engines.aggregate_duckdb import (ROW_SEED_OFFSET, group_code, row_code,
-                                                        unit_code)
+from privloss.query.engines._codes import group_code, row_code, unit_code
+from privloss.query.plan import ROW_SEED_OFFSET
 from privloss.query.bounding import SelectionKey
 
 
@@ -50,3 +50,15 @@ def bounded(rows, *, by_integer: bool, unit_integer: bool, grids: dict, columns:
     return {g: {"distinct": e["distinct"], "rows": e["rows"], "sum": dict(e["sum"]),
                 "nonnull": dict(e["nonnull"]),
                 "bins": {c: dict(e["bins"][c]) for c in columns}} for g, e in out.items()}
+
+
+class Engine:
+    """``Engine("duckdb").bounded_aggregates(data, ...)``: the engines' group-by
+    plan, named as the tests call it."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def bounded_aggregates(self, data, **parameters):
+        from privloss.query.engines import bounded_aggregates
+        return bounded_aggregates(data, engine=self.name, **parameters)

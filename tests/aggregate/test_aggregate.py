@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from privloss.api.aggregate import aggregate, make_query, plan_aggregate
-from privloss.query.engines.aggregate_duckdb import bounded_aggregates
+from privloss.query.engines import bounded_aggregates
 from privloss.query.sql import UnsupportedSql, parse_sql
 from privloss.query.spec import ValueGrid
 

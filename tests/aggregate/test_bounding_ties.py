@@ -14,8 +14,10 @@ import pandas as pd
 import pytest
 
 from privloss.query.engines._sql import DUCKDB, bounded_sql
-from privloss.query.engines import aggregate_duckdb as engine_duckdb
-from privloss.query.engines.aggregate_duckdb import ROW_SEED_OFFSET
+from tests.aggregate.reference import Engine
+
+engine_duckdb = Engine("duckdb")
+from privloss.query.plan import ROW_SEED_OFFSET
 from privloss.query.spec import ValueGrid
 from privloss.query.bounding import SelectionKey, text_code
 
@@ -102,7 +104,7 @@ def test_duckdb_sql_reads_its_source_once():
 @pytest.mark.skipif(SPARK_SKIP is not None, reason=SPARK_SKIP or "")
 @pytest.mark.parametrize("text", [False, True])
 def test_spark_splits_tied_keys_as_duckdb(spark, tmp_path, text):
-    from privloss.query.engines import aggregate_spark as engine_spark
+    engine_spark = Engine("spark")
 
     tied = TIED_TEXT if text else TIED
     rows = _rows([BELOW, tied[0], tied[1], ABOVE], text)

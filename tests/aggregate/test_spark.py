@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from privloss.query.engines import aggregate_duckdb as engine_duckdb
+from tests.aggregate.reference import Engine
+
+engine_duckdb = Engine("duckdb")
 from privloss.api.aggregate import aggregate
 from privloss.query.spec import ValueGrid
 from tests.aggregate.test_aggregate import _frame, _query
@@ -18,7 +20,7 @@ needs_spark = pytest.mark.skipif(SPARK_SKIP is not None, reason=SPARK_SKIP or ""
 @pytest.mark.slow
 @pytest.mark.parametrize("seed, by", [(1, ("g",)), (2, ("g",)), (3, ("g", "h"))])
 def test_spark_bounding_equals_duckdb(spark, tmp_path, seed, by):
-    from privloss.query.engines import aggregate_spark as engine_spark
+    engine_spark = Engine("spark")
 
     path = tmp_path / "t.csv"           # CSV: both engines read every column as text
     _frame(seed, text_groups=seed != 2).to_csv(path, index=False)

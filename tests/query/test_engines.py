@@ -139,8 +139,8 @@ def test_seed_from_source_and_secure_default():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    (dict(user_column="nope", item_column="item"), ValueError, "user_column 'nope' not found"),
-    (dict(user_column="user", item_column="nope"), ValueError, "item_column 'nope' not found"),
+    (dict(user_column="nope", item_column="item"), ValueError, "user_column 'nope' is not a column"),
+    (dict(user_column="user", item_column="nope"), ValueError, "item_column 'nope' is not a column"),
     (dict(user_column="user", item_column="user"), ValueError, "must differ"),
     (dict(user_column="", item_column="item"), TypeError, "user_column"),
     (dict(user_column="user", item_column="item", l0=0), ValueError, "l0"),
@@ -271,7 +271,7 @@ def test_spark_errors(spark, tmp_path):
     with pytest.raises(ComputationFailed) as failure:
         bounded_histogram(failing, user_column="user", item_column="item", engine="spark")
     assert "count" not in str(failure.value) and "3" not in str(failure.value).split("(")[0]
-    with pytest.raises(ValueError, match="item_column 'x' not found"):
+    with pytest.raises(ValueError, match="item_column 'x' is not a column"):
         bounded_histogram(frame, user_column="user", item_column="x", engine="spark")
     garbage = tmp_path / "garbage.parquet"
     garbage.write_bytes(b"not parquet at all")

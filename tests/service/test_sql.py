@@ -196,7 +196,7 @@ REFUSALS = [
 
 def _spy_engine(monkeypatch) -> dict:
     """Count the engine's schema binds and row reads (the real functions still run)."""
-    from privloss.query.engines import aggregate_duckdb as engine_duckdb
+    from privloss.query.engines import duckdb_engine as engine_duckdb
 
     calls = {"schema": 0, "rows": 0}
 
@@ -208,8 +208,8 @@ def _spy_engine(monkeypatch) -> dict:
             return original(*args, **kwargs)
         monkeypatch.setattr(engine_duckdb, name, wrapper)
 
-    counted("check_schema", "schema")
-    counted("bounded_aggregates", "rows")
+    counted("check", "schema")
+    counted("run", "rows")
     return calls
 
 

@@ -39,7 +39,6 @@ One read of the data files (fingerprint), one engine query, the noise per group.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import secrets
 from dataclasses import dataclass
@@ -48,12 +47,9 @@ from privloss.query.keys import check_keys
 from privloss.query.spec import (check_aggregations, check_budget,
                                                check_positive_integer)
 
-__all__ = ["aggregate", "plan_aggregate", "AggregateRelease", "AggregateQuery", "make_query",
-           "ENGINES"]
+__all__ = ["aggregate", "plan_aggregate", "max_epsilon_aggregate", "AggregateRelease",
+           "AggregateQuery", "make_query"]
 
-#: engine name -> module with ``check_schema`` and ``bounded_aggregates``
-ENGINES = {"duckdb": "privloss.query.engines.aggregate_duckdb",
-           "spark": "privloss.query.engines.aggregate_spark"}
 
 
 @dataclass(frozen=True)
@@ -82,6 +78,20 @@ class AggregateQuery:
                 "max_groups": self.max_groups, "max_rows_per_group": self.max_rows_per_group,
                 "noise": self.noise, "budget_split": self.budget_split, "seed": seed,
                 "data": data}
+
+    def query_plan(self, data, seed: int):
+        """The :class:`~privloss.query.plan.QueryPlan` the engine runs: this
+        query's bounding and statistics over ``data`` with bounding ``seed``."""
+        from privloss.query.plan import Bounding, QueryPlan
+
+        return QueryPlan(source=data, privacy_unit=self.privacy_unit, by=self.by,
+                         bounding=Bounding(self.max_groups, self.max_rows_per_group),
+                         seed=seed, value_columns=self.value_columns, grids=self.plan.grids,
+                         quantile_columns=self.quantile_columns,
+                         quantile_bins=self.plan.quantile_bins,
+                         keys=None if self.keys is None else
+                         tuple(tuple(map(str, key)) for key in self.keys),
+                         measurements=tuple(m.name for m in self.plan.measurements))
 
     @property
     def value_columns(self) -> tuple:
@@ -216,6 +226,40 @@ def plan_aggregate(*, ledger=None, dataset=None, **parameters) -> dict:
     return out
 
 
+def max_epsilon_aggregate(*, ledger, dataset, tolerance: float = 1e-3, **parameters) -> float:
+    """The largest epsilon of this group-by (``parameters`` as :func:`aggregate`'s,
+    without ``epsilon``) that the ledger's fully adaptive dataset still admits,
+    to relative ``tolerance``; raises the ledger's refusal when nothing fits.
+    Reads no data (:func:`privloss.api.planning.largest_admitted`)."""
+    import math
+
+    from privloss.api.planning import largest_admitted
+    from privloss.api.protocol import resolve_ledger
+
+    make_query(epsilon=1.0, **parameters)            # every other parameter checked first
+    ledger, dataset = resolve_ledger(ledger, dataset)
+    if ledger is None:
+        raise ValueError("epsilon 'max' needs a ledger and a dataset (the budget to fit)")
+    summary = ledger.show(dataset)
+    if summary["interaction"] != "fully-adaptive":
+        raise ValueError(f"epsilon 'max' for a group-by needs a fully-adaptive dataset; "
+                         f"dataset {dataset!r} composes as {summary['interaction']}, whose "
+                         f"plan fixes each release's epsilon")
+    nonce = secrets.token_hex(8)
+
+    def admitted(epsilon: float) -> dict:
+        try:
+            query = make_query(epsilon=epsilon, **parameters)
+        except (ValueError, ArithmeticError):    # no calibration reaches so small an epsilon
+            return {"admitted": False, "reason": "the parameters cannot be calibrated",
+                    "spent_epsilon": math.inf}
+        return ledger.would_admit(dataset, query.key({"dry-run": nonce}, None),
+                                  query.plan.events)
+
+    return largest_admitted(ledger, dataset, admitted, summary, tolerance=tolerance,
+                            epsilon_range=(1e-3, 100.0))
+
+
 def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delta: float = 0.0,
               keys=None, max_groups: int = 1, max_rows_per_group: int = 1, ledger=None,
               dataset: str | None = None, seed: int | None = None, engine: str = "duckdb",
@@ -235,14 +279,19 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
     from privloss.query.bounding import draw_seed
     from privloss.query.errors import ComputationFailed, computation_failed
 
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {sorted(ENGINES)}, got {engine!r}")
-    module = importlib.import_module(ENGINES[engine])
-    bounded_aggregates, check_schema = module.bounded_aggregates, module.check_schema
+    from privloss.query import engines
+
+    engines.engine_module(engine)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ValueError(f"seed must be an integer >= 0 or None, got {seed!r}")
     if not isinstance(consistent, bool):
         raise TypeError(f"consistent must be True or False, got {consistent!r}")
+    if isinstance(epsilon, str) and epsilon.strip().lower() == "max":
+        epsilon = max_epsilon_aggregate(
+            ledger=ledger, dataset=dataset, privacy_unit=privacy_unit, by=by,
+            aggregations=aggregations, delta=delta, keys=keys, max_groups=max_groups,
+            max_rows_per_group=max_rows_per_group, noise=noise, budget_split=budget_split,
+            grid_exponents=grid_exponents)
     query = make_query(privacy_unit=privacy_unit, by=by, aggregations=aggregations,
                        epsilon=epsilon, delta=delta, keys=keys, max_groups=max_groups,
                        max_rows_per_group=max_rows_per_group, noise=noise,
@@ -254,27 +303,20 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
         verdict = ledger.would_admit(dataset, query.key({"dry-run": secrets.token_hex(8)}, seed),
                                      events)
         wanted = {**query.key(None, seed), "consistent": consistent}
-        if not verdict["admitted"] and not _may_be_stored(ledger, dataset, wanted):
+        if not verdict["admitted"] and not api.may_be_stored(ledger, dataset, wanted):
             raise api.refusal(ledger, dataset, verdict)
     source = api.prepare_data(data, engine=engine)
     try:
-        check_schema(source.input, query.privacy_unit, query.by, query.value_columns)
         noise_source = None
         if seed is not None:
             from privloss.samplers import InsecureSeededSource
             noise_source = InsecureSeededSource(seed)
-        bounding_seed = draw_seed() if seed is None else seed
+        plan = query.query_plan(source.input, draw_seed() if seed is None else seed)
+        engines.check(plan, engine)
 
         def compute() -> dict:
             try:
-                exact = bounded_aggregates(
-                    source.input, unit=query.privacy_unit, by=query.by,
-                    value_columns=query.value_columns, grids=query.plan.grids,
-                    quantile_columns=query.quantile_columns, bins=query.plan.quantile_bins,
-                    max_groups=query.max_groups, max_rows=query.max_rows_per_group,
-                    seed=bounding_seed,
-                    key_texts=None if query.keys is None else
-                    [tuple(map(str, k)) for k in query.keys])
+                exact = engines.run(plan, engine).groups
                 payload = release_payload(query.plan, query.aggregations, exact,
                                           keys=query.keys, source=noise_source,
                                           consistent=consistent)
@@ -300,17 +342,6 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
                                 cached=receipt.cached, totals=payload.get("totals"))
     finally:
         source.close()
-
-
-def _may_be_stored(ledger, dataset, wanted: dict) -> bool:
-    """Whether an earlier release asked this query (data aside)."""
-    wanted = json.loads(json.dumps(wanted))          # the stored (JSON) form
-    for row in ledger.history(dataset):
-        stored = row["query"]
-        if row["status"] == "done" and isinstance(stored, dict) \
-                and {**stored, "data": None} == wanted:
-            return True
-    return False
 
 
 def _parameters(query: AggregateQuery) -> dict:

@@ -298,7 +298,7 @@ def _planned_epsilon(ledger, dataset, request: ReleaseRequest, summary: dict, *,
 def max_epsilon_of(request: ReleaseRequest, *, ledger, dataset, user=None, item=None, seed=None,
                    interaction_given=None, tolerance: float = TOLERANCE) -> float:
     """:func:`max_epsilon` for a checked request (its ``epsilon`` is ignored)."""
-    from privloss.api.protocol import ledger_interaction, refusal, resolve_ledger
+    from privloss.api.protocol import ledger_interaction, resolve_ledger
 
     if not (isinstance(tolerance, float) and 0 < tolerance < 1):
         raise ValueError(f"tolerance must be a float in (0, 1), got {tolerance!r}")
@@ -315,9 +315,21 @@ def max_epsilon_of(request: ReleaseRequest, *, ledger, dataset, user=None, item=
         return _verdict(ledger, dataset, request.with_epsilon(epsilon), user=user, item=item,
                         seed=seed)
 
+    return largest_admitted(ledger, dataset, admitted, summary, tolerance=tolerance)
+
+
+def largest_admitted(ledger, dataset, admitted, summary: dict, *, tolerance: float = TOLERANCE,
+                     epsilon_range=None) -> float:
+    """The largest epsilon in ``epsilon_range`` (default one top-k release's
+    documented range) whose ``admitted(epsilon)`` verdict (``Ledger.would_admit``'s
+    dict) admits, to relative ``tolerance``, by a geometric search then
+    bisection in log space; the answer is re-checked.  Raises the ledger's
+    refusal when even the smallest epsilon does not fit.  Every release kind's
+    ``epsilon='max'`` uses this one search."""
+    from privloss.api.protocol import refusal
     from privloss.api.request import EPSILON_RANGE
 
-    lowest, largest = EPSILON_RANGE           # one release's documented range
+    lowest, largest = epsilon_range or EPSILON_RANGE
     high = min(float(summary["budget_epsilon"]), largest)
     if high >= lowest and admitted(high)["admitted"]:
         return high

@@ -233,19 +233,27 @@ def ledger_interaction(request: ReleaseRequest, ledger, dataset, given) -> Relea
     return request.with_interaction(recorded)
 
 
-def _may_be_stored(ledger, dataset, request: ReleaseRequest, user_column, item_column,
-                   seed, label=None) -> bool:
-    """Whether an earlier release asked this query (data aside): only then can
-    a stored answer make a refused budget irrelevant."""
-    wanted = request.query_key(None, user_column=user_column, item_column=item_column, seed=seed)
-    if label is not None:
-        wanted["label"] = label
+def may_be_stored(ledger, dataset, wanted: dict) -> bool:
+    """Whether an earlier release asked the query ``wanted`` (its key with
+    ``data`` None; compared in the stored JSON form): only then can a stored
+    answer make a refused budget irrelevant.  Every release kind asks this."""
+    import json
+
+    wanted = json.loads(json.dumps(wanted))
     for row in ledger.history(dataset):
         query = row["query"]
         if row["status"] == "done" and isinstance(query, dict) \
                 and {**query, "data": None} == wanted:
             return True
     return False
+
+
+def _may_be_stored(ledger, dataset, request: ReleaseRequest, user_column, item_column,
+                   seed, label=None) -> bool:
+    wanted = request.query_key(None, user_column=user_column, item_column=item_column, seed=seed)
+    if label is not None:
+        wanted["label"] = label
+    return may_be_stored(ledger, dataset, wanted)
 
 
 def check_budget_first(ledger, dataset, request: ReleaseRequest, events, *, user_column,

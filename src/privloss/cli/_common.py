@@ -64,25 +64,10 @@ def flag_names(message: str) -> str:
 
 
 def read_regular_file(path: str, flag: str, max_bytes: int, size_text: str) -> bytes:
-    """The bytes of a small input file named by ``flag``: a regular file (opened
-    non-blocking and checked with fstat, so a FIFO or a device is refused at once,
-    before any read can hang), at most ``max_bytes`` (``size_text`` says how much
-    in messages), else :class:`CommandError`."""
+    """:func:`privloss._files.read_regular_file`, its refusal a :class:`CommandError`."""
+    from privloss._files import InputFileError, read_regular_file as read
+
     try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as error:
-        raise CommandError(f"{flag}: cannot read {path!r}: {error.strerror}") from error
-    with os.fdopen(descriptor, "rb") as handle:
-        status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            raise CommandError(f"{flag}: {path!r} is not a regular file")
-        if status.st_size > max_bytes:
-            raise CommandError(f"{flag}: {path!r} is larger than {size_text}")
-        os.set_blocking(handle.fileno(), True)
-        try:
-            raw = handle.read(max_bytes + 1)
-        except OSError as error:
-            raise CommandError(f"{flag}: cannot read {path!r}: {error.strerror}") from error
-    if len(raw) > max_bytes:              # grew while we read it
-        raise CommandError(f"{flag}: {path!r} is larger than {size_text}")
-    return raw
+        return read(path, flag, max_bytes, size_text)
+    except InputFileError as error:
+        raise CommandError(str(error)) from error

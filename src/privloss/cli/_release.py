@@ -48,14 +48,15 @@ def _table(text: str) -> tuple[str, str]:
     return name, path
 
 
-def _epsilon(text: str):
+def epsilon_flag(text: str):
     """A positive epsilon, or ``max`` (the largest that fits the ledger)."""
     if text.strip().lower() == "max":
         return "max"
     return positive(text, "epsilon")
 
 
-def add_data_flags(parser: argparse.ArgumentParser) -> None:
+def add_source_flags(parser: argparse.ArgumentParser) -> None:
+    """DATA, ``--sql`` and ``--table``: every release command reads the same inputs."""
     parser.add_argument("data", metavar="DATA",
                         help="CSV or Parquet file (optionally .gz), a directory of Parquet "
                              "files, or a SQL query with --sql")
@@ -66,9 +67,33 @@ def add_data_flags(parser: argparse.ArgumentParser) -> None:
                         metavar="NAME=PATH",
                         help="with --sql: register a CSV/Parquet file (or Parquet directory) "
                              "as view NAME (repeatable)")
+
+
+def source_of(args):
+    """What the API reads for DATA / ``--sql`` / ``--table``: the path, or a
+    :class:`~privloss.query.inputs.SqlQuery` over the declared tables."""
+    if not args.sql:
+        if args.table:
+            raise CommandError("--table goes with --sql (DATA is then the query)")
+        return args.data
+    from privloss.query.inputs import SqlQuery
+
+    tables = {}
+    for name, path in args.table:
+        if name in tables:
+            raise CommandError(f"--table: the name {name!r} is given twice")
+        tables[name] = path
+    try:
+        return SqlQuery(args.data, None, tables or None)
+    except (ValueError, TypeError) as error:
+        raise CommandError(f"DATA: {error}") from error
+
+
+def add_data_flags(parser: argparse.ArgumentParser) -> None:
+    add_source_flags(parser)
     parser.add_argument("--user-column", required=True, metavar="U", help="column of user ids")
     parser.add_argument("--item-column", required=True, metavar="I", help="column of items")
-    parser.add_argument("--epsilon", required=True, type=_epsilon, metavar="E",
+    parser.add_argument("--epsilon", required=True, type=epsilon_flag, metavar="E",
                         help="epsilon this release spends, >= 0.001; 'max': the largest "
                              "that still fits the ledger's budget (needs --ledger)")
     parser.add_argument("--delta", type=delta_value, default=0.0, metavar="D",

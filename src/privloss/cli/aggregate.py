@@ -21,7 +21,10 @@ def add_query_flags(parser) -> None:
     """Flags shared by ``aggregate`` and ``sql``."""
     parser.add_argument("--privacy-unit", required=True, metavar="COL",
                         help="column identifying a privacy unit (the protected person)")
-    parser.add_argument("--epsilon", required=True, type=float, help="total epsilon")
+    from privloss.cli._release import epsilon_flag
+    parser.add_argument("--epsilon", required=True, type=epsilon_flag, metavar="E",
+                        help="total epsilon; 'max': the largest that still fits the "
+                             "ledger's budget (needs --ledger)")
     parser.add_argument("--delta", type=float, default=0.0, help="total delta (default 0)")
     parser.add_argument("--keys", metavar="FILE", default=None,
                         help="CSV of public group keys (header: the by columns); released "
@@ -51,7 +54,8 @@ def register(subparsers) -> None:
         epilog="example:\n  privloss aggregate orders.csv --privacy-unit CustomerID --by Country "
                "--count --mean Price:0:100 --epsilon 1 --delta 1e-6 --max-rows-per-group 5",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data", metavar="DATA", help="CSV / Parquet file")
+    from privloss.cli._release import add_source_flags
+    add_source_flags(parser)
     parser.add_argument("--by", required=True, help="group-by column(s), comma separated")
     parser.add_argument("--count", action="store_true", help="rows per group")
     parser.add_argument("--count-distinct", action="store_true",
@@ -91,6 +95,15 @@ def run_query(args, data, by, aggregations) -> int:
                           epsilon=args.epsilon, delta=args.delta, keys=keys,
                           max_groups=args.max_groups,
                           max_rows_per_group=args.max_rows_per_group, noise=args.noise)
+        if args.epsilon == "max":
+            from privloss.api.aggregate import max_epsilon_aggregate
+            ledger = open_ledger_from_args(args)
+            if ledger is None:
+                raise CommandError("--epsilon max needs --ledger and --dataset (the budget "
+                                   "to fit)")
+            del parameters["epsilon"]
+            parameters["epsilon"] = max_epsilon_aggregate(ledger=ledger, dataset=args.dataset,
+                                                          **parameters)
         if args.dry_run:
             ledger = open_ledger_from_args(args)
             planned = plan_aggregate(ledger=ledger, dataset=args.dataset if ledger else None,
@@ -141,5 +154,7 @@ def run(args) -> int:
 
     with ledger_errors():
         aggregations = _aggregations(args)
+    from privloss.cli._release import source_of
+
     by = [name.strip() for name in args.by.split(",") if name.strip()]
-    return run_query(args, args.data, by, aggregations)
+    return run_query(args, source_of(args), by, aggregations)

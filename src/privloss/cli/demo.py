@@ -41,32 +41,6 @@ def _done(started: float) -> None:
     print(f"      done in {time.perf_counter() - started:.2f} s", file=sys.stderr, flush=True)
 
 
-def _synthetic_rows(rows: int, folder: str) -> tuple[str, int, int]:
-    """Write the synthetic (user, item) rows to a Parquet file in ``folder``;
-    (path, rows, users)."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.execute("SELECT setseed(0.42)").fetchall()   # synthetic public data: a fixed seed is fine
-    # users own up to 50 consecutive row slots, each kept with probability 0.6 (so users
-    # have different numbers of rows); enough slots are drawn for exactly `rows` rows
-    slots = int(rows / 0.6) + 10_000
-    con.execute("""
-        CREATE TABLE events AS
-        SELECT (i // 50)::BIGINT AS user_id,
-               'item-' || LEAST(CAST(floor(pow(random(), -1.0 / 1.1)) AS BIGINT), 100000)::VARCHAR
-                   AS item
-        FROM range(?) t(i)
-        WHERE random() < 0.6
-        LIMIT ?""", [slots, rows])
-    [(count, users)] = con.execute(
-        "SELECT count(*), count(DISTINCT user_id) FROM events").fetchall()
-    path = str(Path(folder) / "events.parquet")
-    con.table("events").write_parquet(path)
-    con.close()
-    return path, count, users
-
-
 def run(args) -> int:
     try:
         import duckdb  # noqa: F401
@@ -85,10 +59,12 @@ def run(args) -> int:
 
 
 def _run(args, data_folder, privloss, Ledger, LedgerBudgetError, ledger_errors) -> int:
+    from privloss.query.corpora import synthetic_events
+
     total = 5
     started = _step(1, total, f"building {args.rows:,} synthetic (user, item) rows, Zipf items, "
                               "at most 50 rows per user, in an embedded DuckDB")
-    data, rows, users = _synthetic_rows(args.rows, data_folder)
+    data, rows, users = synthetic_events(args.rows, data_folder)
     _done(started)
     print(f"data: {rows:,} rows from {users:,} users")
 

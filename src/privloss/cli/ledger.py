@@ -197,8 +197,11 @@ def run_create(args) -> int:
             raise CommandError(f"--interaction {args.interaction} needs --plan FILE: its "
                                f"composition theorems assume the releases' privacy parameters "
                                f"were fixed in advance (or use --interaction fully-adaptive)")
-        from privloss.cli._plan_file import read_plan_file
-        plan = read_plan_file(args.plan, args.interaction)
+        from privloss.api.plan_file import read_plan_file
+        try:
+            plan = read_plan_file(args.plan, args.interaction)
+        except ValueError as error:        # PlanFileError, or an unreadable file
+            raise CommandError(str(error)) from error
     delta = 0.0 if args.delta is None else args.delta
     with ledger_errors():
         # argparse checked the numbers; check the name too before the file is created

@@ -129,3 +129,31 @@ def shakespeare_speaker_words(path) -> dict:
     if not words:
         raise ValueError(f"path: no speaker blocks with words found in {str(path)!r}")
     return {"speaker": speakers, "word": words}
+
+
+def synthetic_events(rows: int, folder: str) -> tuple[str, int, int]:
+    """Synthetic public (user, item) rows for the demos, in a Parquet file in
+    ``folder``: (path, rows, users).  Items follow a Zipf-like law; a fixed
+    DuckDB seed makes the file reproducible (the data is synthetic, so this is
+    no privacy concern)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SELECT setseed(0.42)").fetchall()   # synthetic public data: a fixed seed is fine
+    # users own up to 50 consecutive row slots, each kept with probability 0.6 (so users
+    # have different numbers of rows); enough slots are drawn for exactly `rows` rows
+    slots = int(rows / 0.6) + 10_000
+    con.execute("""
+        CREATE TABLE events AS
+        SELECT (i // 50)::BIGINT AS user_id,
+               'item-' || LEAST(CAST(floor(pow(random(), -1.0 / 1.1)) AS BIGINT), 100000)::VARCHAR
+                   AS item
+        FROM range(?) t(i)
+        WHERE random() < 0.6
+        LIMIT ?""", [slots, rows])
+    [(count, users)] = con.execute(
+        "SELECT count(*), count(DISTINCT user_id) FROM events").fetchall()
+    path = str(Path(folder) / "events.parquet")
+    con.table("events").write_parquet(path)
+    con.close()
+    return path, count, users

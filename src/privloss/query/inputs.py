@@ -58,6 +58,7 @@ __all__ = [
     "SparkFrameInput",
     "resolve_input",
     "describe_input",
+    "SparkTable",
 ]
 
 _SQL_START = re.compile(r"^\s*(select|with|from)\s", re.IGNORECASE)
@@ -126,6 +127,22 @@ class SparkFrameInput:
     frame: object
 
 
+_SPARK_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
+
+
+@dataclass(frozen=True)
+class SparkTable:
+    """A table of the Spark session's catalog, by name (``db.table``; engine
+    ``"spark"``): read with ``session.table(name)``, never through SQL text."""
+
+    name: str
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not _SPARK_TABLE_NAME.match(self.name):
+            raise ValueError(f"a Spark table name must be NAME, DB.NAME or CATALOG.DB.NAME "
+                             f"(letters, digits, underscores), got {self.name!r}")
+
+
 def _module_of(data) -> str:
     return type(data).__module__ or ""
 
@@ -183,8 +200,9 @@ def resolve_input(data):
         if not data.strip():
             raise ValueError("data must be a path, a frame or a SQL query, got an empty string")
         return _resolve_path(Path(data))
-    if isinstance(data, FileInput):
-        return data
+    if isinstance(data, (FileInput, FrameInput, QueryInput, RelationInput, SparkFrameInput,
+                         SparkTable)):
+        return data                     # already resolved
     if isinstance(data, os.PathLike):
         return _resolve_path(Path(data))
     module = _module_of(data)
@@ -218,4 +236,6 @@ def describe_input(resolved) -> str:
         return f"SQL query {text[:60] + ('...' if len(text) > 60 else '')!r}"
     if isinstance(resolved, RelationInput):
         return "DuckDB relation"
+    if isinstance(resolved, SparkTable):
+        return f"Spark table {resolved.name!r}"
     return "Spark DataFrame"

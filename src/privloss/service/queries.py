@@ -73,12 +73,11 @@ def window_name(dataset, now: datetime | None = None) -> str:
 
 
 def _plan_items(dataset):
-    from privloss.cli._common import CommandError
-    from privloss.cli._plan_file import read_plan_file
+    from privloss.api.plan_file import read_plan_file
 
     try:
         return read_plan_file(str(dataset.plan), dataset.interaction)
-    except CommandError as error:
+    except ValueError as error:         # PlanFileError, or an unreadable file
         raise ValueError(f"dataset {dataset.name!r}: plan {dataset.plan}: {error}") from None
 
 
@@ -106,14 +105,14 @@ def ensure_dataset(ledger, dataset, name: str | None = None) -> str:
 
 def data_input(dataset):
     """What the engine reads: the operator's file, SQL or Spark table."""
-    from privloss.query.inputs import SqlQuery, resolve_input
+    from privloss.query.inputs import SparkTable, SqlQuery, resolve_input
 
     if dataset.path is not None:
         return resolve_input(Path(dataset.path))
     if dataset.sql is not None:
         return SqlQuery(dataset.sql, tables={name: str(path)
                                              for name, path in dataset.tables.items()} or None)
-    return SqlQuery(f"SELECT * FROM {dataset.spark_table}")
+    return SparkTable(dataset.spark_table)
 
 
 def _stat(path: Path) -> list:

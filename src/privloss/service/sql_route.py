@@ -222,19 +222,20 @@ def plan_sql(ledger, dataset, analyst, body: dict) -> dict:
             "ledger_dataset": name}
 
 
-def _check_schema(module, source, query) -> None:
+def _check_schema(engine: str, plan) -> None:
+    from privloss.query import engines
+
     try:
-        module.check_schema(source, query.privacy_unit, query.by, query.value_columns)
+        engines.check(plan, engine)
     except ValueError as error:      # the operator's schema; never list its other columns
         _refuse(str(error).split(" (columns:", 1)[0], "query")
 
 
 def run_sql(ledger, dataset, analyst, body: dict) -> dict:
     """Check, charge, then compute; the response body (release, receipt, budget)."""
-    import importlib
-
     from privloss.serialize import event_to_json
-    from privloss.api.aggregate import ENGINES, _parameters
+    from privloss.api.aggregate import _parameters
+    from privloss.query import engines
     from privloss.releases.aggregate import release_payload
     from privloss.query.bounding import draw_seed
     from privloss.query.errors import ComputationFailed, computation_failed
@@ -243,22 +244,15 @@ def run_sql(ledger, dataset, analyst, body: dict) -> dict:
 
     query = checked_query(dataset, body)
     name = call_ledger(ensure_dataset, ledger, dataset)
-    module = importlib.import_module(ENGINES[dataset.engine])
-    source = data_input(dataset)
-    _check_schema(module, source, query)
+    plan = query.query_plan(data_input(dataset), draw_seed())
+    _check_schema(dataset.engine, plan)
     consistent = bool(body.get("consistent", False))
     events = query.plan.events
 
     def compute() -> dict:
         """Everything that reads the data; runs only after the charge."""
         try:
-            exact = module.bounded_aggregates(
-                source, unit=query.privacy_unit, by=query.by, value_columns=query.value_columns,
-                grids=query.plan.grids, quantile_columns=query.quantile_columns,
-                bins=query.plan.quantile_bins, max_groups=query.max_groups,
-                max_rows=query.max_rows_per_group, seed=draw_seed(),
-                key_texts=None if query.keys is None else
-                [tuple(map(str, k)) for k in query.keys])
+            exact = engines.run(plan, dataset.engine).groups
             return release_payload(query.plan, query.aggregations, exact, keys=query.keys,
                                    source=None, consistent=consistent)
         except ComputationFailed:

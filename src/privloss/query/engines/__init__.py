@@ -1,4 +1,7 @@
-"""Bounded histograms computed inside a query engine: :func:`bounded_histogram`.
+"""The engines: one per backend, each compiling a
+:class:`~privloss.query.plan.QueryPlan` into one query (:func:`run`);
+:func:`bounded_histogram` and :func:`bounded_aggregates` are plans of the
+top-k / histogram and group-by kinds.
 
 >>> from privloss.query import bounded_histogram
 >>> h = bounded_histogram("orders.csv.gz", user_column="CustomerID",
@@ -51,29 +54,56 @@ import importlib
 
 import numpy as np
 
-from privloss.query.bounding import SelectionKey, check_bounds, draw_seed
+from privloss.query.bounding import check_bounds, draw_seed
 from privloss.query.histogram import Histogram, check_domain, check_top
-from privloss.query.inputs import resolve_input
+from privloss.query.plan import Bounding, GroupStatistics, QueryPlan
 
-__all__ = ["ENGINES", "bounded_histogram", "check_input"]
+__all__ = ["ENGINES", "run", "check", "bounded_histogram", "bounded_aggregates", "check_input",
+           "histogram_plan"]
 
-#: Engine name -> module implementing ``aggregate(inp, user, item, bounds, key, limit)``.
+#: Engine name -> module implementing ``check(plan)`` and ``run(plan)``.
 ENGINES = {
     "duckdb": "privloss.query.engines.duckdb_engine",
     "spark": "privloss.query.engines.spark_engine",
 }
+#: how top-k and histogram errors name the unit and item columns
+HISTOGRAM_ROLES = ("user_column", "item_column")
 
 
-def _check_column(name: str, value) -> str:
-    if not isinstance(value, str) or not value:
-        raise TypeError(f"{name} must be a non-empty column name (str), got {value!r}")
-    return value
-
-
-def _check_engine(engine) -> str:
+def engine_module(engine):
+    """The module of ``engine`` (``ValueError`` naming the choices otherwise)."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {sorted(ENGINES)}, got {engine!r}")
-    return engine
+    return importlib.import_module(ENGINES[engine])
+
+
+def check(plan: QueryPlan, engine: str = "duckdb") -> None:
+    """Bind ``plan``'s source in ``engine`` and check its columns (no rows computed)."""
+    engine_module(engine).check(plan)
+
+
+def run(plan: QueryPlan, engine: str = "duckdb") -> GroupStatistics:
+    """``plan``'s bounded per-group statistics, computed inside ``engine``."""
+    return engine_module(engine).run(plan)
+
+
+def _bounding_seed(seed, source) -> int:
+    from privloss.query.bounding import SelectionKey
+    if seed is None:
+        return draw_seed(source)
+    SelectionKey.from_seed(seed)      # validates it
+    return seed
+
+
+def histogram_plan(data, *, user_column: str, item_column: str, l0=None, linf=1, top=None,
+                   seed: int = 0) -> QueryPlan:
+    """The plan of a bounded histogram of ``item_column`` (distinct users per
+    item after bounding: at most ``l0`` items per user, ``linf`` rows per user
+    and item), the head of ``top`` items when given."""
+    bounds = check_bounds(l0, linf)
+    return QueryPlan(source=data, privacy_unit=user_column, by=(item_column,),
+                     bounding=Bounding(bounds.l0, bounds.linf), seed=seed, top=top,
+                     measurements=("rows",), roles=HISTOGRAM_ROLES)
 
 
 def check_input(data, *, user_column: str, item_column: str, engine: str = "duckdb") -> None:
@@ -81,12 +111,7 @@ def check_input(data, *, user_column: str, item_column: str, engine: str = "duck
     query is exactly one SELECT and binds, both columns exist.  The errors are
     those :func:`bounded_histogram` raises for the schema, so a caller (the
     CLI, a ledger) can raise them before charging a release."""
-    user_column = _check_column("user_column", user_column)
-    item_column = _check_column("item_column", item_column)
-    if user_column == item_column:
-        raise ValueError(f"user_column and item_column must differ, both are {user_column!r}")
-    module = importlib.import_module(ENGINES[_check_engine(engine)])
-    module.check_schema(resolve_input(data), user_column, item_column)
+    check(histogram_plan(data, user_column=user_column, item_column=item_column), engine)
 
 
 def bounded_histogram(data, *, user_column: str, item_column: str, l0=None, linf=1,
@@ -108,28 +133,43 @@ def bounded_histogram(data, *, user_column: str, item_column: str, l0=None, linf
     engine's text in the ``privloss.engine`` log) when the engine fails while
     computing.  See the module docstring.
     """
-    user_column = _check_column("user_column", user_column)
-    item_column = _check_column("item_column", item_column)
-    if user_column == item_column:
-        raise ValueError(f"user_column and item_column must differ, both are {user_column!r}")
-    bounds = check_bounds(l0, linf)
     top = check_top(top)
     domain = check_domain(domain)
-    module = importlib.import_module(ENGINES[_check_engine(engine)])
-    key = None
+    bounds = check_bounds(l0, linf)
+    engine_module(engine)
+    # the l0 choice needs a key: drawn from the secure source unless a seed is given
     if bounds.l0 is not None:
-        key = SelectionKey.from_seed(draw_seed(source) if seed is None else seed)
+        seed = _bounding_seed(seed, source)
     elif seed is not None:
-        SelectionKey.from_seed(seed)  # validate it anyway
-    inp = resolve_input(data)
+        _bounding_seed(seed, source)
     limit = top + 1 if top is not None and domain is None else None
-    result = module.aggregate(inp, user_column, item_column, bounds, key, limit)
+    plan = histogram_plan(data, user_column=user_column, item_column=item_column, l0=l0,
+                          linf=linf, top=limit, seed=0 if seed is None else seed)
+    result = run(plan, engine)
+    items = [row["group"][0] for row in result.groups]
+    counts = [row["rows"] for row in result.groups]
     if domain is not None:
-        return Histogram.from_counts(dict(zip(result.items, result.counts)), top=top,
-                                     domain=domain)
-    items, counts, next_count = result.items, result.counts, 0
+        return Histogram.from_counts(dict(zip(items, counts)), top=top, domain=domain)
+    if limit is None:       # the engine returned every group, unordered
+        return Histogram.from_counts(dict(zip(items, counts)), top=top)
+    next_count = 0
     if top is not None and len(items) > top:
         next_count = counts[top]
         items, counts = items[:top], counts[:top]
-    return Histogram(tuple(items), np.array(counts, dtype=np.int64), result.total_items,
+    return Histogram(tuple(items), np.array(counts, dtype=np.int64), result.total_groups,
                      next_count)
+
+
+def bounded_aggregates(data, *, unit: str, by: tuple, value_columns: tuple, grids: dict,
+                       quantile_columns: tuple, bins: int, max_groups: int, max_rows: int,
+                       seed: int, key_texts=None, engine: str = "duckdb") -> list[dict]:
+    """The group-by plan's statistics, one dict per group: ``group`` (tuple of
+    values), ``distinct``, ``rows``, ``sum`` / ``nonnull`` (column -> int),
+    ``bins`` (column -> {bin: count}).  Engine failures become
+    :class:`~privloss.query.errors.ComputationFailed`."""
+    plan = QueryPlan(source=data, privacy_unit=unit, by=tuple(by),
+                     bounding=Bounding(max_groups, max_rows), seed=seed,
+                     value_columns=tuple(value_columns), grids=dict(grids),
+                     quantile_columns=tuple(quantile_columns), quantile_bins=bins,
+                     keys=None if key_texts is None else tuple(map(tuple, key_texts)))
+    return run(plan, engine).groups

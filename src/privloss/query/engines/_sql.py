@@ -107,31 +107,72 @@ def _units_sql(column: str, grid, text: bool) -> str:
 
 @dataclass(frozen=True)
 class BoundedSql:
-    """``WITH ...`` ending in the CTE ``kept`` (``u, g.., w.., rn``: ``rn`` the
-    row's place among its unit's kept rows in the group); the per-group aggregates
-    (``main``; on DuckDB with one ``histogram`` MAP per quantile column); on
-    Spark the bin counts of each quantile column (``bins``: column index ->
-    ``SELECT g.., bin, n``)."""
+    """``WITH ...`` ending in the CTE ``kept``; the per-group statistics
+    (``main``: ``g.., distinct_units, row_count, sum_i, nonnull_i..``, on DuckDB
+    with one ``histogram`` MAP per quantile column, and with ``top`` the
+    ``top`` groups of largest ``row_count`` and a last column ``total_groups``);
+    on Spark the bin counts of each quantile column (``bins``: column index ->
+    ``SELECT g.., bin, n``).  Without value columns ``kept`` holds (unit,
+    group) pairs with their row count ``c``; with them, rows numbered ``rn``
+    within their (unit, group)."""
 
     with_clause: str
     main: str
     bins: dict
 
 
+def _group_choice(dialect: Dialect, source: str, carried: list, gcols: list, max_groups: int,
+                  group_key: SelectionKey, tie_codes: list, final: str) -> list:
+    """CTEs ending in ``final`` (the ``carried`` columns): per unit, the rows of
+    its ``max_groups`` groups of smallest ``(m, code(g), [canonical(g)], g..)``.
+
+    First by ``m`` alone (a short sort key): the rows whose ``m`` is among the
+    unit's ``max_groups`` smallest distinct keys, which include every row of
+    the chosen groups; then the exact order on those rows.  Rows of one group
+    share one rank and distinct groups never do, so this is ``row_number`` over
+    the distinct (unit, group) pairs without building them and joining back."""
+    ctes = _key_ctes(dialect, "gk", source, carried, group_key, "uc", "gc")
+    ranked = [c for c in carried if c not in ("uc", "gc", "gt")] + tie_codes
+    ranked_columns = ", ".join(ranked)
+    ctes.append(f"gin AS (SELECT {ranked_columns}, {dialect.key32('m')} AS m FROM gk_d)")
+    order_groups = ", ".join(["m"] + tie_codes + gcols)
+    kept = ", ".join(c for c in carried if c not in ("uc", "gc", "gt"))
+    ctes.append(f"gpre AS (SELECT {ranked_columns}, m FROM (SELECT {ranked_columns}, m, "
+                f"dense_rank() OVER (PARTITION BY u ORDER BY m) AS rk FROM gin) WHERE rk <= "
+                f"{max_groups})")
+    ctes.append(f"{final} AS (SELECT {kept} FROM (SELECT {kept}, dense_rank() OVER "
+                f"(PARTITION BY u ORDER BY {order_groups}) AS rk FROM gpre) WHERE rk <= "
+                f"{max_groups})")
+    return ctes
+
+
+def _top(glist: str, main: str, top: int | None) -> str:
+    if top is None:
+        return main
+    return (f"SELECT *, count(*) OVER () AS total_groups FROM ({main}) AS per_group "
+            f"ORDER BY row_count DESC, {glist} ASC LIMIT {int(top)}")
+
+
 def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list,
                 value_text: list, unit_integer: bool, group_integer: bool, key_codes,
-                max_groups: int, max_rows: int, group_key: SelectionKey,
-                row_key: SelectionKey, quantile_columns: list, bins: int) -> BoundedSql:
-    """The bounded aggregation over ``source`` (columns u, g0.., v0..).
+                max_groups: int | None, max_rows: int, group_key: SelectionKey,
+                row_key: SelectionKey, quantile_columns: list, bins: int,
+                top: int | None = None) -> BoundedSql:
+    """The bounded aggregation over ``source`` (columns u, g0.., v0..): the one
+    compilation of a :class:`~privloss.query.plan.QueryPlan`'s bounding and
+    statistics, for both dialects.
 
-    One pass over the rows: the group key ``m`` of each row's (unit, group)
-    pair and, per unit, ``dense_rank`` by ``m`` (rows whose key is among the
-    unit's ``max_groups`` smallest distinct keys), then by ``(m, code(g),
-    g..)`` on those rows; the rows of rank at most ``max_groups`` are the rows
-    of the chosen groups (rows of one group share one rank, distinct groups
-    never do).  This is the choice of ``row_number`` over the distinct pairs,
-    without building the pairs and joining back; the per-(unit, group) row
-    choice then runs on the rows kept.
+    Codes (:mod:`privloss.query.bounding`): ``code(u)``, ``code(g)`` (one
+    column: its integer or text code; several: the md5 prefix of
+    ``len(t1) ':' t1 len(t2) ':' t2 ...``).  With ``max_groups`` each unit
+    keeps its groups of smallest ``(m, code(g), canonical(g), g..)``, ``m`` the
+    group key of the (unit, group) pair and ``canonical(g)`` 1 for canonical
+    integer text (so other text comes first on a code tie, as the bounding
+    rule says).  Without value columns the rows of one (unit, group) are
+    interchangeable: the engine groups them into pairs first (``c`` rows each)
+    and counts ``least(c, max_rows)``; with value columns each (unit, group)
+    keeps its ``max_rows`` rows of smallest
+    ``(row_key(code(u), code(row)), code(row), units..)``.
     """
     gcols = [f"g{i}" for i in range(groups)]
     vcols = [f"v{i}" for i in range(len(value_grids))]
@@ -139,48 +180,53 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
     glist = ", ".join(gcols)
     text = dialect.text
     not_null = " AND ".join(["u IS NOT NULL"] + [f"{g} IS NOT NULL" for g in gcols])
+    tie_codes = []
     if groups == 1:
         gcode = "CAST(g0 AS BIGINT)" if group_integer else \
             _text_code(dialect, f"CAST(g0 AS {text})")
+        if not group_integer:
+            tie_codes = ["gc", "gt"]
     else:
         parts = " || ".join(f"CAST(length(CAST({g} AS {text})) AS {text}) || ':' || "
                             f"CAST({g} AS {text})" for g in gcols)
         gcode = dialect.md5_code(f"({parts})")
+        tie_codes = ["gc"]
+    gtie = (f", CASE WHEN {dialect.is_canonical_integer(f'CAST(g0 AS {text})')} THEN 1 "
+            f"ELSE 0 END AS gt") if "gt" in tie_codes else ""
     ucode = "CAST(u AS BIGINT)" if unit_integer else _text_code(dialect, f"CAST(u AS {text})")
-    units = [f"{_units_sql(f'v{i}', grid, is_text)} AS w{i}"
-             for i, (grid, is_text) in enumerate(zip(value_grids, value_text))]
-    if len(wcols) == 1:       # the grid units themselves (|units| < 2^51; missing: -2^62)
-        rcode = f"coalesce(w0, {MISSING_UNITS})"
-    elif wcols:
-        joined = " || ',' || ".join(f"coalesce(CAST({w} AS {text}), 'n')" for w in wcols)
-        rcode = dialect.md5_code(f"({joined})")
+    pairs = not value_grids
+    ctes = []
+    if pairs:       # count-only statistics: bound the (unit, group) pairs, not the rows
+        ctes.append(f"pairs AS (SELECT u, {glist}, count(*) AS c FROM {source} "
+                    f"WHERE {not_null} GROUP BY u, {glist})")
+        row_columns, where, from_ = ["u"] + gcols + ["c"], "", "pairs"
     else:
-        rcode = "CAST(0 AS BIGINT)"
-    row_columns = ["u"] + gcols + vcols
-    ctes = [f"coded AS (SELECT {', '.join(row_columns)}, {ucode} AS uc, {gcode} AS gc "
-            f"FROM {source} WHERE {not_null})"]
+        row_columns, where, from_ = ["u"] + gcols + vcols, f" WHERE {not_null}", source
+    ctes.append(f"coded AS (SELECT {', '.join(row_columns)}, {ucode} AS uc, {gcode} AS gc"
+                f"{gtie} FROM {from_}{where})")
     coded = "coded"
     if key_codes is not None:
         codes = ", ".join(str(int(c)) for c in sorted(set(key_codes))) or "NULL"
         ctes.append(f"coded_k AS (SELECT * FROM coded WHERE gc IN ({codes}))")
         coded = "coded_k"
-    ctes += _key_ctes(dialect, "gk", coded, row_columns + ["uc", "gc"], group_key, "uc", "gc")
-    # only what the rank and the later steps need goes through the partitioned sort; an
-    # integer group's code is the group itself (CAST to BIGINT keeps the order)
-    tie_codes = [] if group_integer else ["gc"]
-    ranked_columns = ", ".join(row_columns + tie_codes)
-    ctes.append(f"gin AS (SELECT {ranked_columns}, {dialect.key32('m')} AS m FROM gk_d)")
-    # first by m alone (a short sort key): rows whose m is among the unit's max_groups
-    # smallest distinct keys, which include every row of the chosen groups; then the
-    # exact order on those few rows
-    order_groups = ", ".join(["m"] + tie_codes + gcols)
-    row_list = ", ".join(row_columns)
-    ctes.append(f"gpre AS (SELECT {ranked_columns}, m FROM (SELECT {ranked_columns}, m, "
-                f"dense_rank() OVER (PARTITION BY u ORDER BY m) AS rk FROM gin) WHERE rk <= "
-                f"{max_groups})")
-    ctes.append(f"gsel AS (SELECT {row_list} FROM (SELECT {row_list}, dense_rank() OVER "
-                f"(PARTITION BY u ORDER BY {order_groups}) AS rk FROM gpre) WHERE rk <= "
-                f"{max_groups})")
+    carried = row_columns + ["uc", "gc"] + (["gt"] if gtie else [])
+    if max_groups is not None:
+        ctes += _group_choice(dialect, coded, carried, gcols, max_groups, group_key,
+                              tie_codes, "gsel")
+    else:
+        ctes.append(f"gsel AS (SELECT {', '.join(row_columns)} FROM {coded})")
+    if pairs:
+        ctes.append(f"kept AS (SELECT {', '.join(row_columns)} FROM gsel)")
+        main = (f"SELECT {glist}, count(*) AS distinct_units, "
+                f"sum(least(c, {int(max_rows)})) AS row_count FROM kept GROUP BY {glist}")
+        return BoundedSql("WITH " + ",\n".join(ctes), _top(glist, main, top), {})
+    units = [f"{_units_sql(f'v{i}', grid, is_text)} AS w{i}"
+             for i, (grid, is_text) in enumerate(zip(value_grids, value_text))]
+    if len(wcols) == 1:       # the grid units themselves (|units| < 2^51; missing: -2^62)
+        rcode = f"coalesce(w0, {MISSING_UNITS})"
+    else:
+        joined = " || ',' || ".join(f"coalesce(CAST({w} AS {text}), 'n')" for w in wcols)
+        rcode = dialect.md5_code(f"({joined})")
     ctes.append("vals AS (SELECT " + ", ".join(["u"] + gcols + units) + " FROM gsel)")
     ctes.append(f"rows_in AS (SELECT vals.*, {ucode} AS uc, {rcode} AS rc FROM vals)")
     row_columns = ["u"] + gcols + wcols + ["uc", "rc"]
@@ -189,7 +235,7 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
     kept_columns = ", ".join(["u"] + gcols + wcols)
     ctes.append(f"kept AS (SELECT {kept_columns}, rn FROM (SELECT {kept_columns}, row_number() "
                 f"OVER (PARTITION BY u, {glist} ORDER BY {order_rows}) AS rn FROM rk_d) "
-                f"WHERE rn <= {max_rows})")
+                f"WHERE rn <= {int(max_rows)})")
     # each kept (unit, group) has exactly one row numbered 1: the distinct units of a
     # group, without a distinct aggregation
     outputs = ["count(CASE WHEN rn = 1 THEN 1 END) AS distinct_units",
@@ -207,6 +253,5 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
             continue
         bin_queries[i] = (f"SELECT {glist}, {bin_sql} AS bin, count(*) AS n FROM kept "
                           f"WHERE w{i} IS NOT NULL GROUP BY {glist}, {bin_sql}")
-    return BoundedSql("WITH " + ",\n".join(ctes),
-                      f"SELECT {glist}, " + ", ".join(outputs) + f" FROM kept GROUP BY {glist}",
-                      bin_queries)
+    main = f"SELECT {glist}, " + ", ".join(outputs) + f" FROM kept GROUP BY {glist}"
+    return BoundedSql("WITH " + ",\n".join(ctes), _top(glist, main, top), bin_queries)

@@ -1,32 +1,17 @@
-"""DuckDB engine: contribution bounding and aggregation in one SQL query.
+"""The DuckDB engine: a :class:`~privloss.query.plan.QueryPlan`'s contribution
+bounding and per-group statistics in one SQL query.
 
 Definition
 ----------
-One query, run where the data is (file scan, frame scan or the user's
-connection).  Each column is first encoded for grouping: an integer column as
-BIGINT; a text (VARCHAR) column as ``(n, t)``, ``n`` the BIGINT of canonical
-integer text (:data:`~privloss.query.bounding.CANONICAL_INTEGER`, checked
-per value inside the query) and ``t`` any other text, the other one null (an
-exact, invertible encoding: "007" and "7" stay apart, labels come back as the
-original text); any other type as it is.  Then::
-
-    pairs  = SELECT <user keys>, <item keys>, count(*) AS c ... GROUP BY them
-    hist   = SELECT <item label>, sum(least(c, linf)) FROM pairs GROUP BY <item keys>
-
-and with ``l0``, between the two::
-
-    coded  = pairs + code(u), code(i)   (the integer, or md5 of the text)
-    keyed  = coded + selection key (privloss.query.bounding): BIGINT
-             shifts, xors, masks and small products in stacked projections
-    sel    = keyed QUALIFY row_number() OVER (PARTITION BY <user keys>
-                                             ORDER BY key, code(i), tie) <= l0
-
-then ``hist ORDER BY count DESC, label LIMIT top + 1`` and the number of items
-(kept inside the library: it only says whether the list was cut).  Rows with a
-null user id or a null item are dropped first; an empty input gives an empty
-histogram.  The input is scanned once, and only that result (the top
-``d_bar + 1`` rows, or the whole aggregated histogram when ``top`` is None) is
-fetched into Python.
+:func:`run` opens the plan's source (file scan, frame scan, a SQL query or
+the caller's relation), projects the caller's columns onto our own names
+``u`` (unit), ``g0..`` (groups) and ``v0..`` (values) through the relational
+API, and runs :func:`~privloss.query.engines._sql.bounded_sql` over them:
+rows with a null unit or group dropped, each unit's groups chosen by the
+keyed hash of :mod:`privloss.query.bounding`, its rows per group capped,
+values clamped to their grids, then the statistics per group (with ``top``,
+only the head and the number of groups).  :func:`check` binds the source
+and checks the columns without computing any row.
 
 Memory: privloss's own connections (files, frames, a ``SqlQuery`` without a
 connection) run with DuckDB's ``memory_limit`` set to
@@ -35,36 +20,32 @@ spill beyond it to ``PRIVLOSS_DUCKDB_TEMP_DIRECTORY``, by default a private
 temporary directory (mode 0700: spilled pages hold the rows) removed
 afterwards.  A caller's own connection or relation keeps its own settings.
 
-Isolation: the caller's columns are projected to ``u``, ``i`` through the
-relational API, so no caller text enters our SQL.  Files and frames are read on
-a private connection that can read only the exact input files (DuckDB's
-``allowed_paths``, external access off, configuration locked); a
-:class:`~privloss.query.inputs.SqlQuery` without a connection runs there
-too, after its ``tables`` are registered, and must be exactly one SELECT.
-Engine errors while the rows are computed become
+Isolation: no caller text enters our SQL (only our names and integers
+formatted by Python).  Files and frames are read on a private connection that
+can read only the exact input files (DuckDB's ``allowed_paths``, external
+access off, configuration locked); a :class:`~privloss.query.inputs.SqlQuery`
+without a connection runs there too, after its ``tables`` are registered, and
+must be exactly one SELECT.  Engine errors while the rows are computed become
 :class:`~privloss.query.errors.ComputationFailed` (fixed text; the engine's
 message goes to the ``privloss.engine`` log).
-Users are partitioned by their exact value (its exact encoding), never by a
-hash or a code.
 
 Privacy guarantee
 -----------------
-See :mod:`privloss.query.bounding`: after the bounding each user changes at
-most ``l0`` counts by at most ``linf``.
+None by itself (exact bounded statistics); see :mod:`privloss.query.plan`
+for what the bounding guarantees.
 
 Citation
 --------
-DuckDB SQL (window ``QUALIFY``, ``MATERIALIZED`` CTEs); Wilson et al. 2020.
+Wilson et al., PoPETs 2020; DuckDB window functions (``dense_rank``,
+``row_number``), ``histogram``.
 
 Runtime
 -------
-One scan, one hash aggregation over the rows (the pairs), a partitioned sort
-of the distinct (user, item) pairs (only with ``l0``), one aggregation by
-item; for text columns one regular-expression test per value.  10 million rows
-(2 shared cores, CPU seconds; ``benchmarks/topk_engines.py``): about 3.2 s with
-``l0`` for integer columns in Parquet; 5.4 s for the same rows as CSV text
-(7.5 to 7.7 s before integer-valued text was grouped as integers), 6.2 to 6.6 s
-under the default memory limit (peak 0.6 GB instead of 1.2 GB).
+One scan of the input (only the needed columns).  Count-only plans (top-k,
+histograms, ``count`` / ``count_distinct``) aggregate the rows into (unit,
+group) pairs first and sort the pairs by (unit, 4-byte key); plans with
+value columns sort all rows once by (unit, key), then the rows that pass,
+then per (unit, group).  Figures: ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -72,26 +53,25 @@ from __future__ import annotations
 import os
 import tempfile
 
-from privloss.query.bounding import (LANE_BITS, LANE_MASK, MIX_MULTIPLIER, MIX_SHIFT,
-                                         CANONICAL_INTEGER, ContributionBounds, SelectionKey,
-                                         text_code_digits)
-from privloss.query.engines._result import EngineResult, check_columns, exact_files
+from privloss.query.bounding import SelectionKey
+from privloss.query.engines._codes import check_columns, column_kind, key_codes_of, text_ok
+from privloss.query.engines._files import exact_files
+from privloss.query.engines._sql import DUCKDB, bounded_sql
 from privloss.query.errors import computation_failed
 from privloss.query.inputs import (FileInput, FrameInput, QueryInput, RelationInput,
-                                       SparkFrameInput, describe_input)
+                                   SparkFrameInput, SparkTable, describe_input,
+                                   resolve_input)
+from privloss.query.plan import ROW_SEED_OFFSET, GroupStatistics, QueryPlan
 
-__all__ = ["DEFAULT_MEMORY_LIMIT", "aggregate", "check_schema", "check_select", "column_kind",
-           "histogram_sql", "memory_settings"]
+__all__ = ["DEFAULT_MEMORY_LIMIT", "check", "run", "check_select", "memory_settings",
+           "import_duckdb"]
 
 #: Memory limit of privloss's own DuckDB connections: beyond it DuckDB spills to
-#: disk, so peak memory stays flat as the distinct (user, item) pairs grow
-#: (docs/benchmarks.md: 50 million rows with l0 under 1 GB).
+#: disk, so peak memory stays flat as the distinct (unit, group) pairs grow
+#: (docs/benchmarks.md: 50 million rows under 1 GB).
 DEFAULT_MEMORY_LIMIT = "500MB"
 MEMORY_LIMIT_VARIABLE = "PRIVLOSS_DUCKDB_MEMORY_LIMIT"
 TEMP_DIRECTORY_VARIABLE = "PRIVLOSS_DUCKDB_TEMP_DIRECTORY"
-
-_INTEGER_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
-                  "UINTEGER"}
 
 
 def import_duckdb():
@@ -106,146 +86,6 @@ def import_duckdb():
 
 def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def _code_sql(column: str) -> str:
-    """``code`` of a non-integer value: md5 prefix of its text (see bounding)."""
-    return (f"CAST(('0x' || substr(md5(CAST({column} AS VARCHAR)), 1, {text_code_digits}))"
-            f" AS BIGINT)")
-
-
-def _mix_ctes(name: str, source: str, keep: str, value: str) -> list[str]:
-    """CTEs computing ``mix32(value)`` as column ``m`` of CTE ``name``.
-
-    Each step is its own projection so that DuckDB evaluates every intermediate
-    once (one nested expression would repeat ``x`` three times per step)."""
-    c, mask, shift = MIX_MULTIPLIER, LANE_MASK, MIX_SHIFT
-    return [
-        f"{name}_0 AS (SELECT {keep}, {value} AS x FROM {source})",
-        f"{name}_1 AS (SELECT {keep}, ((xor((x >> {shift}), x) * {c}) & {mask}) AS x "
-        f"FROM {name}_0)",
-        f"{name}_2 AS (SELECT {keep}, ((xor((x >> {shift}), x) * {c}) & {mask}) AS x "
-        f"FROM {name}_1)",
-        f"{name} AS (SELECT {keep}, xor((x >> {shift}), x) AS m FROM {name}_2)",
-    ]
-
-
-def _normalized_columns(role: str, column: str, kind: str) -> tuple[str, str, list[str]]:
-    """(first projection, second projection, grouping keys) encoding one column.
-
-    ``integer``: the value as BIGINT (``{role}_n``).  ``text``: canonical
-    integer text (:data:`~privloss.query.bounding.CANONICAL_INTEGER`) as
-    BIGINT in ``{role}_n``, any other text in ``{role}_t`` (the other one null).
-    A canonical text is exactly the text of its BIGINT, so grouping on the pair
-    groups on the text, with integers where the text is an integer.  ``other``:
-    the value as it is, in ``{role}_t``."""
-    if kind == "integer":
-        return f"CAST({column} AS BIGINT) AS {role}_n", f"{role}_n", [f"{role}_n"]
-    if kind == "other":
-        return f"{column} AS {role}_t", f"{role}_t", [f"{role}_t"]
-    pattern = "'" + CANONICAL_INTEGER + "'"   # our constant (no quote in it), not caller text
-    return (f"{column} AS {role}_v, regexp_full_match({column}, {pattern}) AS {role}_k",
-            f"CASE WHEN {role}_k THEN CAST({role}_v AS BIGINT) END AS {role}_n, "
-            f"CASE WHEN {role}_k THEN NULL ELSE {role}_v END AS {role}_t",
-            [f"{role}_n", f"{role}_t"])
-
-
-def _pairs_ctes(source: str, user: str, item: str, kinds: tuple[str, str]) -> list[str]:
-    """``pairs(<user keys>, <item keys>, c)``: rows per distinct (user, item),
-    grouped on the encodings of :func:`_normalized_columns`."""
-    first, second, keys = zip(_normalized_columns("user", user, kinds[0]),
-                              _normalized_columns("item", item, kinds[1]))
-    keys = ", ".join(keys[0] + keys[1])
-    return [f"norm_0 AS (SELECT {', '.join(first)} FROM {source})",
-            f"norm_1 AS (SELECT {', '.join(second)} FROM norm_0)",
-            f"pairs AS (SELECT {keys}, count(*) AS c FROM norm_1 GROUP BY {keys})"]
-
-
-def _label_sql(role: str, kind: str) -> str:
-    """The original value of a normalized column (the text, for ``text``)."""
-    if kind == "text":
-        return f"coalesce({role}_t, CAST({role}_n AS VARCHAR))"
-    return f"{role}_n" if kind == "integer" else f"{role}_t"
-
-
-def _code_of(role: str, kind: str) -> str:
-    """``code`` of a normalized column (bounding): the integer for integer
-    columns and canonical integer text, md5 of the text otherwise."""
-    if kind == "integer":
-        return f"{role}_n"
-    if kind == "text":
-        return f"CASE WHEN {role}_n IS NOT NULL THEN {role}_n ELSE {_code_sql(role + '_t')} END"
-    text = f"CAST({role}_t AS VARCHAR)"
-    return (f"CASE WHEN regexp_full_match({text}, '{CANONICAL_INTEGER}') "
-            f"THEN CAST({text} AS BIGINT) ELSE {_code_sql(role + '_t')} END")
-
-
-def _selection_ctes(key: SelectionKey, l0: int, kinds: tuple[str, str]) -> list[str]:
-    """CTEs (after ``pairs``) ending in ``sel(<item keys>, c)``: the pairs the
-    users keep.  Users are partitioned by their exact value (the normalized
-    keys), never by their code; ties as in :mod:`~privloss.query.bounding`."""
-    user_keys = _normalized_columns("user", "", kinds[0])[2]
-    item_keys = _normalized_columns("item", "", kinds[1])[2]
-    carried = ", ".join(user_keys + item_keys + ["c", "uc", "ic"])
-    ctes = [f"coded AS (SELECT {', '.join(user_keys + item_keys)}, c, "
-            f"{_code_of('user', kinds[0])} AS uc, {_code_of('item', kinds[1])} AS ic FROM pairs)"]
-    k, mask, bits = key.round_keys, LANE_MASK, LANE_BITS
-    ctes += _mix_ctes("ma", "coded", carried, f"(((uc & {mask}) + {k[0]}) & {mask})")
-    ctes += _mix_ctes("mb", "ma", carried,
-                      f"((xor(m, ((uc >> {bits}) & {mask})) + {k[1]}) & {mask})")
-    ctes += _mix_ctes("mc", "mb", carried, f"xor(((m + (ic & {mask})) & {mask}), {k[2]})")
-    ctes += _mix_ctes("md", "mc", carried,
-                      f"((xor(m, ((ic >> {bits}) & {mask})) + {k[3]}) & {mask})")
-    # the tie rule (bounding): integer items are their code, so (m, ic) is a total
-    # order; other text after canonical integer text (null item_t), then by label
-    order = "m, ic" if kinds[1] == "integer" else "m, ic, item_t ASC NULLS LAST"
-    ctes.append(f"sel AS (SELECT {', '.join(item_keys)}, c FROM md QUALIFY row_number() "
-                f"OVER (PARTITION BY {', '.join(user_keys)} ORDER BY {order}) <= {l0})")
-    return ctes
-
-
-def column_kind(type_name: str) -> str:
-    """``integer``, ``text`` or ``other``: how the SQL encodes a column of this
-    DuckDB type (see :func:`histogram_sql`)."""
-    name = str(type_name).upper()
-    if name in _INTEGER_TYPES:
-        return "integer"
-    return "text" if name == "VARCHAR" else "other"
-
-
-def histogram_sql(source: str, user_column: str, item_column: str, bounds: ContributionBounds,
-                  key: SelectionKey | None, limit: int | None, *, user_is_integer: bool,
-                  item_is_integer: bool, user_kind: str | None = None,
-                  item_kind: str | None = None) -> str:
-    """The whole bounded-histogram query over the table or view ``source``.
-
-    ``aggregate`` calls it with its own names only (the view ``privloss_source``
-    with columns ``u``, ``i``): no text from the caller enters the SQL.  Rows
-    with a null user id or a null item are dropped first.  ``*_kind``:
-    ``integer``, ``text`` (VARCHAR) or ``other`` (:func:`column_kind`); when
-    None, ``*_is_integer`` decides between ``integer`` and ``other``."""
-    kinds = (user_kind or ("integer" if user_is_integer else "other"),
-             item_kind or ("integer" if item_is_integer else "other"))
-    for name, kind in zip(("user_kind", "item_kind"), kinds):
-        if kind not in ("integer", "text", "other"):
-            raise ValueError(f"{name} must be 'integer', 'text' or 'other', got {kind!r}")
-    user, item = quote_identifier(user_column), quote_identifier(item_column)
-    ctes = [f"clean AS (SELECT {user}, {item} FROM {source} "
-            f"WHERE {user} IS NOT NULL AND {item} IS NOT NULL)"]
-    ctes += _pairs_ctes("clean", user, item, kinds)
-    if bounds.l0 is not None:
-        if key is None:
-            raise ValueError("a SelectionKey is needed when l0 is set")
-        ctes += _selection_ctes(key, bounds.l0, kinds)
-    item_keys = ", ".join(_normalized_columns("item", item, kinds[1])[2])
-    counted = "pairs" if bounds.l0 is None else "sel"
-    ctes.append(f"hist AS MATERIALIZED (SELECT {_label_sql('item', kinds[1])} AS item, "
-                f"sum(least(c, {bounds.linf})) AS cnt FROM {counted} GROUP BY {item_keys})")
-    limit_sql = f" LIMIT {int(limit)}" if limit is not None else ""
-    ctes.append(f"head AS (SELECT item, cnt FROM hist ORDER BY cnt DESC, item ASC{limit_sql})")
-    ctes.append("stats AS (SELECT count(*) AS n FROM hist)")
-    return ("WITH " + ",\n".join(ctes) + "\nSELECT stats.n, head.item, head.cnt "
-            "FROM stats LEFT JOIN head ON TRUE ORDER BY head.cnt DESC, head.item ASC")
 
 
 def check_select(duckdb, text: str) -> None:
@@ -369,8 +209,8 @@ def _open(duckdb, inp, source: _Source) -> None:
     if isinstance(inp, RelationInput):
         source.relation = inp.relation
         return
-    if isinstance(inp, SparkFrameInput):
-        raise TypeError("a Spark DataFrame needs engine='spark'")
+    if isinstance(inp, (SparkFrameInput, SparkTable)):
+        raise TypeError(f"a {describe_input(inp)} needs engine='spark'")
     if isinstance(inp, QueryInput):
         check_select(duckdb, inp.text)
         if inp.connection is not None:
@@ -405,47 +245,97 @@ def _open(duckdb, inp, source: _Source) -> None:
     source.relation = _frame_relation(source.connection, inp)
 
 
-def check_schema(inp, user_column: str, item_column: str) -> None:
-    """Bind the input (no rows are computed) and check both columns exist:
-    data-independent errors a caller can raise before charging a release."""
+def _opened(plan: QueryPlan):
+    """(duckdb, source, the relation projected onto u, g.., v.., its kinds)."""
     duckdb = import_duckdb()
-    source = _Source()
-    try:
-        _open(duckdb, inp, source)
-        check_columns(list(source.relation.columns), user_column, item_column,
-                      describe_input(inp))
-    finally:
-        source.close()
-
-
-def aggregate(inp, user_column: str, item_column: str, bounds: ContributionBounds,
-              key: SelectionKey | None, limit: int | None) -> EngineResult:
-    """Run the bounded histogram on a resolved input; see the module docstring.
-
-    Errors: ``ValueError``/``TypeError`` for what the schema shows (missing
-    column, a query that is not one SELECT, an unreadable file format);
-    :class:`~privloss.query.errors.ComputationFailed` (fixed text, the
-    engine's message logged) for any failure while the rows are computed."""
-    duckdb = import_duckdb()
+    inp = resolve_input(plan.source)
     source = _Source()
     try:
         _open(duckdb, inp, source)
         relation = source.relation
-        check_columns(list(relation.columns), user_column, item_column, describe_input(inp))
+        check_columns(list(relation.columns), list(relation.types), plan, describe_input(inp),
+                      text_ok(inp))
         # our SQL sees fixed names only: the caller's column names stay in the API
-        projected = relation.select(duckdb.ColumnExpression(user_column).alias("u"),
-                                    duckdb.ColumnExpression(item_column).alias("i"))
+        expressions = [duckdb.ColumnExpression(plan.privacy_unit).alias("u")]
+        expressions += [duckdb.ColumnExpression(b).alias(f"g{i}")
+                        for i, b in enumerate(plan.by)]
+        expressions += [duckdb.ColumnExpression(v).alias(f"v{i}")
+                        for i, v in enumerate(plan.value_columns)]
+        projected = relation.select(*expressions)
         kinds = [column_kind(kind) for kind in projected.types]
-        sql = histogram_sql("privloss_source", "u", "i", bounds, key, limit,
-                            user_is_integer=kinds[0] == "integer",
-                            item_is_integer=kinds[1] == "integer", user_kind=kinds[0],
-                            item_kind=kinds[1])
+    except BaseException:
+        source.close()
+        raise
+    return duckdb, inp, source, projected, kinds
+
+
+def check(plan: QueryPlan) -> None:
+    """Bind the plan's source (no rows are computed) and check its columns:
+    data-independent errors (``ValueError`` / ``TypeError``) a caller raises
+    before charging a release."""
+    _, _, source, _, _ = _opened(plan)
+    source.close()
+
+
+def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_source"):
+    """The :class:`~privloss.query.engines._sql.BoundedSql` of ``plan`` over a
+    view ``source_name`` with columns u, g.., v.. of the given kinds."""
+    groups = len(plan.by)
+    group_integer = groups == 1 and kinds[1] == "integer"
+    key_texts = None if plan.keys is None else [tuple(map(str, k)) for k in plan.keys]
+    return bounded_sql(
+        DUCKDB, source_name, groups=groups,
+        value_grids=[plan.grids[v] for v in plan.value_columns],
+        value_text=[kind == "text" for kind in kinds[1 + groups:]],
+        unit_integer=kinds[0] == "integer", group_integer=group_integer,
+        key_codes=key_codes_of(key_texts, group_integer),
+        max_groups=plan.bounding.max_groups, max_rows=plan.bounding.max_rows_per_group,
+        group_key=SelectionKey.from_seed(plan.seed),
+        row_key=SelectionKey.from_seed(plan.seed + ROW_SEED_OFFSET),
+        quantile_columns=[plan.value_columns.index(c) for c in plan.quantile_columns],
+        bins=plan.quantile_bins, top=plan.top)
+
+
+def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None) \
+        -> GroupStatistics:
+    """:class:`GroupStatistics` from the rows of ``compile_plan(...).main``
+    (``histograms``: (column index, group) -> {bin: count}, Spark only)."""
+    groups, values = len(plan.by), plan.value_columns
+    width = 2 * len(values)
+    out, total = [], 0
+    for row in rows:
+        row = tuple(row)
+        if plan.top is not None:
+            total, row = int(row[-1]), row[:-1]
+        group = tuple(row[:groups])
+        rest = row[groups + 2:]
+        if histograms is None:
+            bins = {column: {int(b): int(c) for b, c in dict(rest[width + j] or {}).items()
+                             if b is not None}
+                    for j, column in enumerate(plan.quantile_columns)}
+        else:
+            bins = {column: histograms.get((values.index(column), group), {})
+                    for column in plan.quantile_columns}
+        out.append({"group": group, "distinct": int(row[groups]), "rows": int(row[groups + 1]),
+                    "sum": {v: int(rest[2 * i] or 0) for i, v in enumerate(values)},
+                    "nonnull": {v: int(rest[2 * i + 1]) for i, v in enumerate(values)},
+                    "bins": bins})
+    return GroupStatistics(out, total if plan.top is not None else len(out))
+
+
+def run(plan: QueryPlan) -> GroupStatistics:
+    """The plan's bounded statistics (see the module docstring).  Errors:
+    ``ValueError`` / ``TypeError`` for what the schema shows; any failure while
+    the rows are computed becomes
+    :class:`~privloss.query.errors.ComputationFailed`."""
+    duckdb, inp, source, projected, kinds = _opened(plan)
+    try:
+        built = compile_plan(plan, kinds)
         try:
-            rows = projected.query("privloss_source", sql).fetchall()
+            rows = projected.query("privloss_source",
+                                   built.with_clause + "\n" + built.main).fetchall()
         except duckdb.Error as error:
             raise computation_failed(error, f"duckdb, {describe_input(inp)}") from None
     finally:
         source.close()
-    total = int(rows[0][0]) if rows else 0
-    kept = [row for row in rows if row[2] is not None]
-    return EngineResult([row[1] for row in kept], [int(row[2]) for row in kept], total)
+    return statistics_of(plan, rows)

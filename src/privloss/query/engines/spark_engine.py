@@ -1,64 +1,61 @@
-"""Spark engine: the DuckDB query's semantics with the PySpark DataFrame API.
+"""The Spark engine: a :class:`~privloss.query.plan.QueryPlan` compiled to the
+same bounded SQL as the DuckDB engine, in Spark SQL.
 
 Definition
 ----------
-Same steps as :mod:`privloss.query.engines.duckdb_engine`: ``groupBy(u, i)``
-counts; the selection key of :mod:`privloss.query.bounding` as ``long``
-column arithmetic (all values below ``2^59``, so ANSI mode never overflows);
-``row_number()`` over ``Window.partitionBy(u).orderBy(key, item_code, tie)``
-kept ``<= l0``; ``sum(least(c, linf))`` by item; ordered by count desc then
-item and limited to ``top + 1`` rows.  Rows with a null user id or a null item
-are dropped first.  The aggregated histogram is cached once and read twice (its
-number of rows, kept inside the library, and the head); nothing else is
-collected.  Files are read by their exact names; a ``SqlQuery`` must parse as
-one query (Spark's parser, :func:`check_single_query`); Spark cannot confine a
-query to the registered tables, so SQL text is trusted operator input here.
-Failures while computing become
-:class:`~privloss.query.errors.ComputationFailed`.
-
-Results equal DuckDB's for the same data and seed because the key, the codes
-(integer value, canonical integer text as its integer, else ``md5`` of the
-text: the one per-value rule of :mod:`~privloss.query.bounding`, tested
-here with ``rlike`` on Java's anchored form of the same pattern), the tie rules
-and the sort orders (binary UTF-8 strings, numeric integers) are the same; CSV
-files are read as text with RFC 4180 quoting (``escape='"'``) as DuckDB reads
-them (but Spark reads a line at a time: no line break inside a quoted field).
-Spark groups text as text (DuckDB groups integer-valued text as BIGINT); that
-changes the speed only, never the result.
-
-Session: the active ``SparkSession`` (or the one of a Spark DataFrame /
-``SqlQuery.connection``); otherwise ``SparkSession.builder.getOrCreate()``,
-local mode unless a master is configured.
+:func:`run` builds the plan's source as a DataFrame (the active SparkSession,
+else a local one), projects the caller's columns onto ``u``, ``g0..``,
+``v0..`` through the DataFrame API, registers it as a temporary view with a
+random name and runs :func:`~privloss.query.engines._sql.bounded_sql` in the
+Spark dialect over it.  Every operation is on BIGINT values below ``2^59`` or
+exact doubles, so for the same plan and seed Spark returns exactly what
+DuckDB returns (CSV files are read as text by both; integer and string
+columns agree).  Quantile bins come from one extra query per quantile
+column over the cached kept rows.
 
 Privacy guarantee
 -----------------
-See :mod:`privloss.query.bounding`.
+None by itself (exact bounded statistics); see :mod:`privloss.query.plan`.
 
 Citation
 --------
-PySpark ``pyspark.sql`` API; Wilson et al. 2020.
+Apache Spark SQL; Wilson et al., PoPETs 2020.
 
 Runtime
 -------
-Two shuffles (pairs; window by user) plus one by item; Spark start-up is
-seconds, so use DuckDB below tens of millions of rows.
+As the DuckDB engine's plan, distributed: one scan, a shuffle by unit for the
+group choice, one by group for the statistics.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 
-from privloss.query.bounding import (CANONICAL_INTEGER, LANE_BITS, LANE_MASK,
-                                         MIX_MULTIPLIER, MIX_SHIFT, ContributionBounds,
-                                         SelectionKey, text_code_digits)
-from privloss.query.engines._result import EngineResult, check_columns, exact_files
+from privloss.query.engines._codes import check_columns, text_ok
+from privloss.query.engines._files import exact_files
+from privloss.query.engines._sql import SPARK, bounded_sql
 from privloss.query.errors import computation_failed
 from privloss.query.inputs import (FileInput, FrameInput, QueryInput, RelationInput,
-                                       SparkFrameInput, describe_input)
+                                   SparkFrameInput, SparkTable, describe_input,
+                                   resolve_input)
+from privloss.query.plan import ROW_SEED_OFFSET, GroupStatistics, QueryPlan
 
-__all__ = ["aggregate", "check_schema", "check_single_query", "get_session"]
+__all__ = ["check", "run", "check_single_query", "get_session"]
 
-_INTEGER_TYPES = {"ByteType", "ShortType", "IntegerType", "LongType"}
+_KINDS = {"ByteType": "integer", "ShortType": "integer", "IntegerType": "integer",
+          "LongType": "integer", "StringType": "text", "FloatType": "numeric",
+          "DoubleType": "numeric", "DecimalType": "numeric"}
+
+
+def _kind(data_type) -> str:
+    return _KINDS.get(type(data_type).__name__, "other")
+
+
+def _type_name(data_type) -> str:
+    # the DuckDB-style names check_columns understands
+    return {"integer": "BIGINT", "text": "VARCHAR", "numeric": "DOUBLE"}.get(
+        _kind(data_type), type(data_type).__name__)
 
 
 def _import_spark():
@@ -111,6 +108,8 @@ def check_single_query(session, text: str) -> None:
 def _frame(inp, snapshots: list):
     if isinstance(inp, SparkFrameInput):
         return inp.frame
+    if isinstance(inp, SparkTable):
+        return get_session().table(inp.name)
     if isinstance(inp, RelationInput):
         raise TypeError("a DuckDB relation needs engine='duckdb' (or pass a file path, a "
                         "frame or a SqlQuery)")
@@ -161,58 +160,6 @@ def _spark_major() -> int:
     return int(pyspark.__version__.split(".")[0])
 
 
-#: CANONICAL_INTEGER for Java's ``find``: anchored, ``\z`` (``$`` would also
-#: match before a final line break, and Spark's cast trims spaces and breaks).
-_CANONICAL_JAVA = "^(?:" + CANONICAL_INTEGER + ")\\z"
-
-
-def _is_integer_text(column):
-    """Boolean column: the value's text is canonical integer text (bounding)."""
-    return column.cast("string").rlike(_CANONICAL_JAVA)
-
-
-def _code(functions, column, is_integer: bool):
-    """``code`` (bounding): the integer for integer columns and canonical integer
-    text, else the md5 prefix of the text."""
-    if is_integer:
-        return column.cast("long")
-    text = column.cast("string")
-    digest = functions.md5(text)
-    return functions.when(_is_integer_text(column), text.cast("long")).otherwise(
-        functions.conv(functions.substring(digest, 1, text_code_digits), 16, 10).cast("long"))
-
-
-def _mix(functions, frame, value, target: str):
-    """``frame`` with column ``target = mix32(value)`` (one projection per step)."""
-    f = functions
-    frame = frame.withColumn("_x", value)
-    for _ in range(2):
-        frame = frame.withColumn(
-            "_x", (f.shiftright(f.col("_x"), MIX_SHIFT).bitwiseXOR(f.col("_x"))
-                   * f.lit(MIX_MULTIPLIER).cast("long")).bitwiseAND(LANE_MASK))
-    frame = frame.withColumn(target, f.shiftright(f.col("_x"), MIX_SHIFT).bitwiseXOR(f.col("_x")))
-    return frame.drop("_x")
-
-
-def _keyed(functions, pairs, key: SelectionKey, user_is_integer: bool, item_is_integer: bool):
-    """``pairs`` with ``ic`` (item code) and ``sk`` (selection key) columns."""
-    f = functions
-    k = [f.lit(value).cast("long") for value in key.round_keys]
-    uc, ic = f.col("uc"), f.col("ic")
-
-    def high(code):
-        return f.shiftright(code, LANE_BITS).bitwiseAND(LANE_MASK)
-
-    frame = pairs.withColumn("uc", _code(f, f.col("u"), user_is_integer)) \
-                 .withColumn("ic", _code(f, f.col("i"), item_is_integer))
-    frame = _mix(f, frame, (uc.bitwiseAND(LANE_MASK) + k[0]).bitwiseAND(LANE_MASK), "_a")
-    frame = _mix(f, frame, (f.col("_a").bitwiseXOR(high(uc)) + k[1]).bitwiseAND(LANE_MASK), "_a")
-    frame = _mix(f, frame, ((f.col("_a") + ic.bitwiseAND(LANE_MASK)).bitwiseAND(LANE_MASK))
-                 .bitwiseXOR(k[2]), "_b")
-    frame = _mix(f, frame, (f.col("_b").bitwiseXOR(high(ic)) + k[3]).bitwiseAND(LANE_MASK), "sk")
-    return frame.drop("uc", "_a", "_b")
-
-
 def _spark_error_types():
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
@@ -220,79 +167,90 @@ def _spark_error_types():
     return (PySparkException, Py4JJavaError)
 
 
-def _open(inp, user_column: str, item_column: str, snapshots: list):
-    """The input frame, its columns checked (schema errors: ValueError/TypeError)."""
-    what = describe_input(inp)
+def _opened(plan: QueryPlan, snapshots: list):
+    """(resolved input, the frame projected onto u, g.., v.., its kinds)."""
+    _, _, functions = _import_spark()
+    inp = resolve_input(plan.source)
     try:
         frame = _frame(inp, snapshots)
-        columns = frame.columns
+        fields = frame.schema.fields
     except _spark_error_types() as error:
-        raise ValueError(f"could not read {what}: {str(error).splitlines()[0]}") from None
-    check_columns(columns, user_column, item_column, what)
-    return frame
+        raise ValueError(f"could not read {describe_input(inp)}: "
+                         f"{str(error).splitlines()[0]}") from None
+    check_columns([f.name for f in fields], [_type_name(f.dataType) for f in fields], plan,
+                  describe_input(inp), text_ok(inp))
+
+    def quoted(name: str):
+        return functions.col("`" + name.replace("`", "``") + "`")
+
+    projected = frame.select(
+        quoted(plan.privacy_unit).alias("u"),
+        *[quoted(b).alias(f"g{i}") for i, b in enumerate(plan.by)],
+        *[quoted(v).alias(f"v{i}") for i, v in enumerate(plan.value_columns)])
+    return inp, projected, [_kind(field.dataType) for field in projected.schema.fields]
 
 
-def check_schema(inp, user_column: str, item_column: str) -> None:
-    """Analyse the input (no rows are computed) and check both columns exist."""
-    _import_spark()
+def check(plan: QueryPlan) -> None:
+    """Analyse the plan's source (no rows computed) and check its columns."""
     snapshots: list = []
     try:
-        _open(inp, user_column, item_column, snapshots)
+        _opened(plan, snapshots)
     finally:
         for snapshot in snapshots:
             snapshot.close()
 
 
-def aggregate(inp, user_column: str, item_column: str, bounds: ContributionBounds,
-              key: SelectionKey | None, limit: int | None) -> EngineResult:
-    """Run the bounded histogram on a resolved input; see the module docstring.
+def run(plan: QueryPlan) -> GroupStatistics:
+    """As :func:`privloss.query.engines.duckdb_engine.run`, in Spark."""
+    from privloss.query.bounding import SelectionKey
+    from privloss.query.engines._codes import key_codes_of
+    from privloss.query.engines.duckdb_engine import statistics_of
 
-    Errors as :func:`privloss.query.engines.duckdb_engine.aggregate`: schema
-    problems are ``ValueError``/``TypeError``; failures while computing become
-    :class:`~privloss.query.errors.ComputationFailed` (engine text logged)."""
-    _, window, f = _import_spark()
-    errors = _spark_error_types()
-    what = describe_input(inp)
     snapshots: list = []
+    views: list = []
+    kept = None
     try:
-        frame = _open(inp, user_column, item_column, snapshots)
-        types = {field.name: type(field.dataType).__name__ for field in frame.schema.fields}
-        quoted = {name: f.col("`" + name.replace("`", "``") + "`")
-                  for name in (user_column, item_column)}
-        pairs = frame.select(quoted[user_column].alias("u"), quoted[item_column].alias("i")) \
-                     .where(f.col("u").isNotNull() & f.col("i").isNotNull()) \
-                     .groupBy("u", "i").agg(f.count(f.lit(1)).alias("c"))
-        if bounds.l0 is not None:
-            if key is None:
-                raise ValueError("a SelectionKey is needed when l0 is set")
-            keyed = _keyed(f, pairs, key, types[user_column] in _INTEGER_TYPES,
-                           types[item_column] in _INTEGER_TYPES)
-            # the tie rule (bounding): (key, code), then text before canonical
-            # integer text (whose code is itself), then the label
-            ties = [_is_integer_text(f.col("i")).asc()] \
-                if types[item_column] == "StringType" else []
-            order = window.partitionBy("u").orderBy(f.col("sk").asc(), f.col("ic").asc(),
-                                                    *ties, f.col("i").asc_nulls_last())
-            selected = keyed.withColumn("_r", f.row_number().over(order)) \
-                            .where(f.col("_r") <= bounds.l0)
-        else:
-            selected = pairs
-        hist = selected.groupBy("i").agg(
-            f.sum(f.least(f.col("c"), f.lit(bounds.linf).cast("long"))).alias("cnt")) \
-            .withColumnRenamed("i", "item")
+        inp, projected, kinds = _opened(plan, snapshots)
+        groups = len(plan.by)
+        group_integer = groups == 1 and kinds[1] == "integer"
+        key_texts = None if plan.keys is None else [tuple(map(str, k)) for k in plan.keys]
+        source = f"privloss_plan_{secrets.token_hex(8)}"
+        session = projected.sparkSession
         try:
-            hist = hist.persist()
-            try:
-                total = int(hist.count())
-                head = hist.orderBy(f.col("cnt").desc(), f.col("item").asc_nulls_last())
-                if limit is not None:
-                    head = head.limit(int(limit))
-                rows = head.select("item", "cnt").collect()
-            finally:
-                hist.unpersist()
-        except errors as error:
-            raise computation_failed(error, f"spark, {what}") from None
+            projected.createOrReplaceTempView(source)
+            views.append(source)
+            built = bounded_sql(
+                SPARK, source, groups=groups,
+                value_grids=[plan.grids[v] for v in plan.value_columns],
+                value_text=[kind == "text" for kind in kinds[1 + groups:]],
+                unit_integer=kinds[0] == "integer", group_integer=group_integer,
+                key_codes=key_codes_of(key_texts, group_integer),
+                max_groups=plan.bounding.max_groups,
+                max_rows=plan.bounding.max_rows_per_group,
+                group_key=SelectionKey.from_seed(plan.seed),
+                row_key=SelectionKey.from_seed(plan.seed + ROW_SEED_OFFSET),
+                quantile_columns=[plan.value_columns.index(c) for c in plan.quantile_columns],
+                bins=plan.quantile_bins, top=plan.top)
+            kept = session.sql(built.with_clause + "\nSELECT * FROM kept").cache()
+            kept_view = source + "_kept"
+            kept.createOrReplaceTempView(kept_view)
+            views.append(kept_view)
+            main = session.sql(built.main.replace("FROM kept", f"FROM {kept_view}")).collect()
+            bin_rows = {i: session.sql(sql.replace("FROM kept", f"FROM {kept_view}")).collect()
+                        for i, sql in built.bins.items()}
+        except _spark_error_types() as error:
+            raise computation_failed(error, f"spark, {describe_input(inp)}") from None
+        finally:
+            if kept is not None:
+                kept.unpersist()
+            for view in views:
+                session.catalog.dropTempView(view)
     finally:
         for snapshot in snapshots:
             snapshot.close()
-    return EngineResult([row["item"] for row in rows], [int(row["cnt"]) for row in rows], total)
+    histograms: dict = {}
+    for i, rows in bin_rows.items():
+        for row in rows:
+            histograms.setdefault((i, tuple(row[:groups])), {})[int(row[groups])] = \
+                int(row[groups + 1])
+    return statistics_of(plan, [tuple(row) for row in main], histograms)

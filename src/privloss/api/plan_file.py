@@ -31,10 +31,14 @@ from __future__ import annotations
 import json
 import tomllib
 
-from privloss.cli._common import CommandError, read_regular_file
-from privloss.api.request import l0_sensitivity
+from privloss._files import read_regular_file
+from privloss.api.request import histogram_algorithm, l0_sensitivity
 
-__all__ = ["read_plan_file", "plan_item", "MAX_PLAN_BYTES"]
+__all__ = ["read_plan_file", "plan_item", "MAX_PLAN_BYTES", "PlanFileError"]
+
+
+class PlanFileError(ValueError):
+    """A plan file that cannot be used: one line naming the release and the field."""
 
 #: largest plan file read
 MAX_PLAN_BYTES = 1 << 20
@@ -49,7 +53,7 @@ def _read_text(path: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise CommandError(f"--plan: {path!r} is not UTF-8 text") from error
+        raise PlanFileError(f"--plan: {path!r} is not UTF-8 text") from error
 
 
 def _parse(path: str, text: str) -> list:
@@ -59,13 +63,13 @@ def _parse(path: str, text: str) -> list:
         else:
             value = tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as error:
-        raise CommandError(f"--plan: {path!r} is not valid "
+        raise PlanFileError(f"--plan: {path!r} is not valid "
                            f"{'JSON' if path.lower().endswith('.json') else 'TOML'}: {error}") \
             from None
     if isinstance(value, dict):
         value = value.get("release")
     if not isinstance(value, list) or not all(isinstance(entry, dict) for entry in value):
-        raise CommandError(f"--plan: {path!r} must list releases as [[release]] tables "
+        raise PlanFileError(f"--plan: {path!r} must list releases as [[release]] tables "
                            f"(TOML) or a JSON array of objects")
     return value
 
@@ -78,18 +82,18 @@ def plan_item(fields: dict, interaction: str, number: int):
     where = f"--plan: release #{number}"
     unknown = sorted(set(fields) - _FIELDS)
     if unknown:
-        raise CommandError(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: "
+        raise PlanFileError(f"{where}: unknown field(s) {', '.join(unknown)}; allowed: "
                            f"{', '.join(sorted(_FIELDS))}")
     if "events" in fields:
         if set(fields) != {"events"}:
-            raise CommandError(f"{where}: 'events' plans a Python release and goes alone")
+            raise PlanFileError(f"{where}: 'events' plans a Python release and goes alone")
         try:
             return PlanItem(events_from_text(json.dumps(fields["events"])))
         except (ValueError, TypeError) as error:
-            raise CommandError(f"{where}: bad events: {error}") from None
+            raise PlanFileError(f"{where}: bad events: {error}") from None
     command = fields.get("command")
     if command not in ("topk", "histogram"):
-        raise CommandError(f"{where}: command must be 'topk' or 'histogram', got {command!r}")
+        raise PlanFileError(f"{where}: command must be 'topk' or 'histogram', got {command!r}")
     domain_size = fields.get("domain_size")
     algorithm = _algorithm(fields, command, domain_size, where)
     spec = _spec(algorithm)
@@ -100,11 +104,11 @@ def plan_item(fields: dict, interaction: str, number: int):
                      known_domain=domain_size is not None, domain_size=domain_size,
                      interaction=interaction)
     if arguments["epsilon"] is None:
-        raise CommandError(f"{where}: epsilon is required")
+        raise PlanFileError(f"{where}: epsilon is required")
     try:
         events = spec.events(**arguments)
     except (ValueError, TypeError) as error:
-        raise CommandError(f"{where}: {error}") from None
+        raise PlanFileError(f"{where}: {error}") from None
     match = {"command": command, "algorithm": algorithm}
     match.update({key: fields[key] for key in _MATCHED if key in fields and key not in match})
     match.setdefault("delta", 0.0)
@@ -115,15 +119,14 @@ def plan_item(fields: dict, interaction: str, number: int):
 def _algorithm(fields: dict, command: str, domain_size, where: str) -> str:
     if command == "histogram":
         if "algorithm" in fields:
-            raise CommandError(f"{where}: a histogram takes noise = 'laplace' or 'gaussian', "
+            raise PlanFileError(f"{where}: a histogram takes noise = 'laplace' or 'gaussian', "
                                f"not an algorithm")
-        from privloss.cli.histogram import algorithm_for
         noise = fields.get("noise", "laplace")
         if noise not in ("laplace", "gaussian"):
-            raise CommandError(f"{where}: noise must be 'laplace' or 'gaussian', got {noise!r}")
-        return algorithm_for(noise, domain_size is not None)
+            raise PlanFileError(f"{where}: noise must be 'laplace' or 'gaussian', got {noise!r}")
+        return histogram_algorithm(noise, domain_size is not None)
     if "noise" in fields:
-        raise CommandError(f"{where}: noise is for histograms; a top-k takes an algorithm")
+        raise PlanFileError(f"{where}: noise is for histograms; a top-k takes an algorithm")
     return fields.get("algorithm") or ("known-gumbel" if domain_size is not None
                                        else "unknown-gumbel")
 
@@ -133,15 +136,15 @@ def _spec(algorithm: str):
     if algorithm == KNOWN_GAUSSIAN.name:
         return KNOWN_GAUSSIAN
     if algorithm not in ALGORITHMS:
-        raise CommandError(f"--plan: unknown algorithm {algorithm!r}; known: "
+        raise PlanFileError(f"--plan: unknown algorithm {algorithm!r}; known: "
                            f"{', '.join(ALGORITHMS)}")
     return ALGORITHMS[algorithm]
 
 
 def read_plan_file(path: str, interaction: str) -> tuple:
-    """Every planned release of a plan file, as PlanItems (CommandError: exit 2)."""
+    """Every planned release of a plan file, as PlanItems (PlanFileError: exit 2)."""
     entries = _parse(path, _read_text(path))
     if not entries:
-        raise CommandError(f"--plan: {path!r} lists no releases")
+        raise PlanFileError(f"--plan: {path!r} lists no releases")
     return tuple(plan_item(entry, interaction, number)
                  for number, entry in enumerate(entries, start=1))
