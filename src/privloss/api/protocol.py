@@ -392,7 +392,7 @@ def payload_of(result) -> dict:
 def release(request: ReleaseRequest, data=None, *, user: str, item: str,
             engine: str = "duckdb", ledger=None, dataset=None, seed=None,
             interaction_given=None, progress: bool | None = None, nonnegative: bool = True,
-            prepare=None, label: str | None = None):
+            prepare=None, label: str | None = None, largest_epsilon: bool = False):
     """Run one release of ``request`` on ``data`` (a value :func:`prepare_data`
     accepts, or a prepared :class:`DataSource`, which is closed afterwards).
     ``prepare``: instead of ``data``, a callable returning a :class:`DataSource`,
@@ -417,6 +417,10 @@ def release(request: ReleaseRequest, data=None, *, user: str, item: str,
             raise TypeError(f"label must be a string or None, got {label!r}")
         ledger, dataset = resolve_ledger(ledger, dataset)
         request = ledger_interaction(request, ledger, dataset, interaction_given)
+        if largest_epsilon:         # epsilon="max": the largest that still fits, data-free
+            from privloss.api.planning import max_epsilon_of
+            request = request.with_epsilon(max_epsilon_of(
+                request, ledger=ledger, dataset=dataset, user=user, item=item, seed=seed))
         events = request.events()
         if raw_input:
             check_paths(data)           # a missing file is bad input, not a refusal
@@ -484,6 +488,11 @@ def _charge_and_compute(request, events, source, status, *, user, item, engine, 
                        cached=receipt.cached)
 
 
+def _is_max(epsilon) -> bool:
+    """``epsilon="max"``: the largest epsilon the ledger's dataset still admits."""
+    return isinstance(epsilon, str) and epsilon.strip().lower() == "max"
+
+
 def topk(data, *, user: str, item: str, k: int, epsilon: float, delta: float = 0.0,
          l0: int | None = None, linf: int = 1, domain=None, d_bar: int | None = None,
          algorithm: str | None = None, engine: str = "duckdb", ledger=None,
@@ -494,7 +503,8 @@ def topk(data, *, user: str, item: str, k: int, epsilon: float, delta: float = 0
     :class:`~privloss.releases.release.Release`.
 
     ``user`` / ``item``: column names; ``epsilon`` / ``delta``: the total spend
-    of this release; ``l0``: at most that many distinct items per user (chosen
+    of this release (``epsilon="max"``: the largest that the ledger's dataset still
+    admits, found without reading data); ``l0``: at most that many distinct items per user (chosen
     at random), ``linf``: each user's count per item capped; ``domain``: the
     public list of items (known domain; the noise is then scaled for
     ``min(l0, len(domain))``); ``d_bar``: unknown domain, how many top items the
@@ -515,12 +525,14 @@ def topk(data, *, user: str, item: str, k: int, epsilon: float, delta: float = 0
     charged), :class:`~privloss.query.errors.ComputationFailed` when the
     engine fails after the charge (the charge stays).
     """
-    request = make_request("topk", epsilon=epsilon, delta=delta, k=k, l0=l0, linf=linf,
+    largest = _is_max(epsilon)
+    request = make_request("topk", epsilon=1.0 if largest else epsilon, delta=delta, k=k,
+                           l0=l0, linf=linf,
                            domain=domain, d_bar=d_bar, algorithm=algorithm,
                            interaction=interaction)
     return release(request, data, user=user, item=item, engine=engine, ledger=ledger,
                    dataset=dataset, seed=seed, interaction_given=interaction, progress=progress,
-                   label=label)
+                   label=label, largest_epsilon=largest)
 
 
 def histogram(data, *, user: str, item: str, epsilon: float, delta: float = 0.0,
@@ -535,9 +547,11 @@ def histogram(data, *, user: str, item: str, epsilon: float, delta: float = 0.0,
     ``"laplace"`` (known-laplace / unknown-laplace) or ``"gaussian"``
     (known-gaussian / trunc-gauss); ``k`` keeps the top k (post-processing).
     Other arguments, the result and the errors as :func:`topk`."""
-    request = make_request("histogram", epsilon=epsilon, delta=delta, k=k, l0=l0, linf=linf,
+    largest = _is_max(epsilon)
+    request = make_request("histogram", epsilon=1.0 if largest else epsilon, delta=delta, k=k,
+                           l0=l0, linf=linf,
                            domain=domain, d_bar=d_bar, noise=noise, interaction=interaction)
     return release(request, data, user=user, item=item, engine=engine, ledger=ledger,
                    dataset=dataset, seed=seed, interaction_given=interaction, progress=progress,
-                   label=label)
+                   label=label, largest_epsilon=largest)
 

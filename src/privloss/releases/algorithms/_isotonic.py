@@ -13,7 +13,6 @@ of the noisy counts: no privacy cost.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
 __all__ = ["ordered_least_squares"]
 
@@ -25,5 +24,7 @@ def ordered_least_squares(y, *, nonnegative: bool = True) -> np.ndarray:
         raise ValueError(f"y must be one-dimensional, got shape {values.shape}")
     if values.size == 0:
         return values.copy()
+    from scipy.optimize import isotonic_regression    # SciPy's optimize is slow to import
+
     fit = isotonic_regression(values, increasing=False).x
     return np.maximum(fit, 0.0) if nonnegative else fit
