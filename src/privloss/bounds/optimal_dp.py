@@ -13,6 +13,8 @@ import math
 from fractions import Fraction
 
 import numpy as np
+
+from privloss._exact import multiple_upper
 from privloss.bounds._numeric import (certify_epsilon, check_count, check_nonnegative,
                                       check_probability, log1mexp, log_binomial, logsumexp,
                                       round_up, safe_delta)
@@ -155,7 +157,9 @@ def optimal_dp_epsilon(k: int, epsilon: float, target_delta: float, *, delta0: f
         return optimal_dp_delta(k, eps, eg, delta0=d0)
 
     if tilde == 0:
-        return certify_epsilon(profile, target, round_up(k * eps))
+        # delta 0 (pure events): the optimum is k eps exactly (basic composition is
+        # tight at delta 0), rounded up to the next binary64 number only if inexact
+        return multiple_upper(eps, k)
     if _pure_delta(k, eps, 0.0) <= tilde:
         return 0.0
     i = np.arange(k + 1, dtype=float)

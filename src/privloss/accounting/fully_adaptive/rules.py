@@ -12,9 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
+from privloss._exact import floor_difference, sum_upper
+from privloss.accounting.errors import exactness_note
 from privloss.accounting.fully_adaptive import filters
 from privloss.accounting.fully_adaptive.release import RENYI_ORDERS, ReleaseGuarantee
 from privloss.bounds._numeric import check_nonnegative, check_probability
@@ -62,7 +65,7 @@ class FilterPolicy:
         if len(shares) != len(rules):
             raise ValueError(f"delta_shares must have one share per rule ({len(rules)}), "
                              f"got {len(shares)}")
-        if math.fsum(shares) > delta * (1.0 + filters.BUDGET_TOLERANCE):
+        if sum(map(Fraction, shares), Fraction(0)) > Fraction(delta):      # exact
             raise ValueError(f"delta_shares sum to {math.fsum(shares):g}, more than delta = {delta:g}")
         for name, share in zip(rules, shares):
             if RULES[name].needs_share and share <= 0:
@@ -84,8 +87,9 @@ class FilterPolicy:
 
     @property
     def release_delta_cap(self) -> float:
-        """The most the releases' own deltas may sum to."""
-        return max(0.0, self.delta - math.fsum(self.delta_shares))
+        """The most the releases' own deltas may sum to: the largest binary64 number
+        that, added exactly to the shares, stays within delta."""
+        return floor_difference(self.delta, self.delta_shares)
 
     def to_dict(self) -> dict:
         return {"epsilon": self.epsilon, "delta": self.delta, "rules": list(self.rules),
@@ -178,10 +182,10 @@ def check(policy: FilterPolicy, guarantees: Sequence[ReleaseGuarantee]) -> Filte
         raise TypeError(f"policy must be a FilterPolicy, got {type(policy).__name__}")
     table = filters.Table(guarantees)
     deltas = table.column("delta")
-    used_delta = filters.total(deltas)
+    used_delta = filters.total(deltas)         # rounded up: the comparison is exact
     cap = policy.release_delta_cap
-    delta_ok = used_delta <= cap * (1.0 + filters.BUDGET_TOLERANCE)
-    spent_delta = min(1.0, used_delta + math.fsum(policy.delta_shares))
+    delta_ok = used_delta <= cap
+    spent_delta = min(1.0, sum_upper([used_delta, *policy.delta_shares]))
     rows = []
     for name, share in zip(policy.rules, policy.delta_shares):
         epsilon, reason = RULES[name].certify(table, policy, share)
@@ -202,7 +206,8 @@ def check(policy: FilterPolicy, guarantees: Sequence[ReleaseGuarantee]) -> Filte
         return FilterStatus(True, best.name, best.epsilon, spent_delta, message,
                             tuple(row.as_tuple() for row in rows))
     message = (f"refused: no rule certifies these {size} release(s) within epsilon "
-               f"{policy.epsilon:g}; closest rule {best.name}: {best.reason}")
+               f"{policy.epsilon:g}; closest rule {best.name}: {best.reason}"
+               f"{exactness_note(best.epsilon, policy.epsilon)}")
     return FilterStatus(False, best.name, best.epsilon, spent_delta, message,
                         tuple(row.as_tuple() for row in rows))
 
