@@ -20,6 +20,7 @@ _EXPORTS = {
     "privloss.analytics.planning": ("max_epsilon", "plan"),
     "privloss.accounting": (
         "AccountingResult", "BudgetExceededError", "PrivacyAccountant", "PrivacyFilter",
+        "PrivacyOdometer",
         "UnsupportedEventError", "calibrate_epsilon", "calibrate_gaussian_sigma", "compose",
     ),
     "privloss.events": (

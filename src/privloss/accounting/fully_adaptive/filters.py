@@ -140,7 +140,9 @@ def renyi_orders_for(epsilon: float, share: float, count: int = 4) -> tuple[floa
     if epsilon <= 0 or share <= 0:
         return RENYI_ORDERS[:count]
     alpha, _ = zcdp_order(epsilon, share / count)
-    if not math.isfinite(alpha):
+    if not math.isfinite(alpha) or alpha <= 1.0:          # huge budgets: alpha* rounds to 1
+        if math.isfinite(alpha):
+            return RENYI_ORDERS[:count]
         return RENYI_ORDERS[-count:]
     target = math.log(alpha - 1.0)
     ranked = sorted(RENYI_ORDERS, key=lambda order: abs(math.log(order - 1.0) - target))
