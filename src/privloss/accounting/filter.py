@@ -72,7 +72,8 @@ class PrivacyFilter:
         ``fully-adaptive`` (default): the admitted releases are (epsilon,
         delta)-DP even when each release, its parameters and the number of
         releases are chosen from earlier outputs (filter rules of ``policy``,
-        default :func:`~privloss.accounting.fully_adaptive.default_policy`).
+        default :func:`~privloss.accounting.fully_adaptive.default_policy` for
+        the declared ``mix``: "mixed" (default), "pure" or "gaussian").
         ``adaptive`` / ``setwise``: the plan's composition under that model fits
         the budget and every release is a planned one, so the tight
         fixed-parameter bounds apply. ``non-adaptive``: the accountant's
@@ -92,7 +93,7 @@ class PrivacyFilter:
 
     def __init__(self, epsilon: float, delta: float = 0.0, *,
                  interaction: Interaction | str = Interaction.FULLY_ADAPTIVE,
-                 plan=None, policy: FilterPolicy | None = None,
+                 plan=None, policy: FilterPolicy | None = None, mix: str | None = None,
                  candidates: tuple[Candidate, ...] = CANDIDATES):
         self._budget_epsilon = check_nonnegative("epsilon", epsilon)
         self._budget_delta = check_probability("delta", delta, closed_upper=False)
@@ -108,8 +109,11 @@ class PrivacyFilter:
             if plan is not None:
                 raise ValueError("plan is only for adaptive, setwise or non-adaptive budgets; a "
                                  "fully-adaptive budget needs none")
+            if policy is not None and mix is not None:
+                raise ValueError("give either policy or mix (the declared mechanism mix that "
+                                 "chooses the default policy's delta split), not both")
             if policy is None:
-                policy = default_policy(self._budget_epsilon, self._budget_delta)
+                policy = default_policy(self._budget_epsilon, self._budget_delta, mix or "mixed")
             if not isinstance(policy, FilterPolicy):
                 raise TypeError(f"policy must be a FilterPolicy, got {type(policy).__name__}")
             if (policy.epsilon, policy.delta) != (self._budget_epsilon, self._budget_delta):
@@ -117,8 +121,9 @@ class PrivacyFilter:
                                  f"the filter's ({self._budget_epsilon:g}, {self._budget_delta:g})")
             self._policy = policy
             return
-        if policy is not None:
-            raise ValueError(f"policy is only for fully-adaptive budgets, not {self._interaction.value}")
+        if policy is not None or mix is not None:
+            raise ValueError(f"policy and mix are only for fully-adaptive budgets, not "
+                             f"{self._interaction.value}")
         if plan is None:
             if self._interaction is not Interaction.NON_ADAPTIVE:
                 raise ValueError(

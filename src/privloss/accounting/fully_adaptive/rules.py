@@ -24,8 +24,10 @@ from privloss.bounds._numeric import check_nonnegative, check_probability
 
 #: rule name -> :class:`filters.Rule`
 RULES = filters.RULES
-#: share of delta the default policy reserves for the Renyi rule's conversion
-DEFAULT_RENYI_SHARE = 0.1
+#: shares of delta the default ("mixed") policy reserves for the Renyi and zCDP rules'
+#: conversions; the rest (half) is the releases' own delta cap
+DEFAULT_RENYI_SHARE = 0.05
+MIXED_ZCDP_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -108,18 +110,45 @@ class FilterPolicy:
                    tuple(data.get("renyi_orders", ())))
 
 
-def default_policy(epsilon: float, delta: float) -> FilterPolicy:
-    """Basic composition plus the Renyi filter with 10% of delta (basic alone if delta = 0).
+#: the declared mechanism mixes of :func:`default_policy`
+MIXES = ("mixed", "pure", "gaussian")
 
-    Basic composition is the best rule for a few releases, the Renyi filter for
-    many; the union bound over both costs the Renyi rule's share of delta
-    (docs/accounting.md, "Choosing a model").
+
+def default_policy(epsilon: float, delta: float, mix: str = "mixed") -> FilterPolicy:
+    """The filter policy for a budget, its delta split chosen from the declared mix.
+
+    ``mix`` (issue 23; docs/accounting.md, "Choosing the delta split"):
+
+    * ``"pure"``: releases without a delta of their own (pure DP, bounded range,
+      Laplace, randomized response, ...): basic composition plus the zCDP filter
+      with ALL of delta (no release delta cap is needed: a release with a delta
+      of its own is refused, and the refusal says so);
+    * ``"gaussian"``: Gaussian mechanisms: the Gaussian-DP filter of Smith and
+      Thakurta with 99% of delta (exact for Gaussian streams: it admits what the
+      fixed-parameter optimum admits), the zCDP filter with the rest (discrete
+      Gaussians and other zCDP releases);
+    * ``"mixed"`` (default): any release: basic composition, the zCDP filter
+      with 5% of delta (all Renyi orders at once: no union over orders), the
+      Renyi filter at four orders with 5% (releases with xi > 0, subsampled
+      Gaussians), and 90% for the releases' own deltas (as before issue 23).
+
+    ``delta = 0``: basic composition alone whatever the mix. Each rule is a valid
+    filter and the shares plus the release cap sum to at most delta exactly, so
+    the combination is a valid filter (docs/accounting.md, "Combining rules").
     """
     epsilon = check_nonnegative("epsilon", epsilon)
     delta = check_probability("delta", delta, closed_upper=False)
+    if mix not in MIXES:
+        raise ValueError(f"mix must be one of {', '.join(MIXES)}, got {mix!r}")
     if delta == 0:
         return FilterPolicy(epsilon, 0.0, ("basic",), (0.0,))
-    return FilterPolicy(epsilon, delta, ("basic", "renyi"), (0.0, DEFAULT_RENYI_SHARE * delta))
+    if mix == "pure":
+        return FilterPolicy(epsilon, delta, ("basic", "zcdp"), (0.0, delta))
+    if mix == "gaussian":
+        gdp = 0.99 * delta
+        return FilterPolicy(epsilon, delta, ("gdp", "zcdp"), (gdp, floor_difference(delta, [gdp])))
+    zcdp, renyi = MIXED_ZCDP_SHARE * delta, DEFAULT_RENYI_SHARE * delta
+    return FilterPolicy(epsilon, delta, ("basic", "zcdp", "renyi"), (0.0, zcdp, renyi))
 
 
 @dataclass(frozen=True)
@@ -212,4 +241,4 @@ def check(policy: FilterPolicy, guarantees: Sequence[ReleaseGuarantee]) -> Filte
                         tuple(row.as_tuple() for row in rows))
 
 
-__all__ = ["FilterPolicy", "FilterStatus", "check", "default_policy", "RULES"]
+__all__ = ["FilterPolicy", "FilterStatus", "check", "default_policy", "RULES", "MIXES"]
