@@ -1,6 +1,7 @@
-"""Fully-adaptive admission speed: one decision against 10,000 stored releases.
+"""Fully-adaptive filters: admission speed, and tightness against fixed parameters.
 
-Run:  python benchmarks/filters.py
+Run:  python benchmarks/filters.py             (speed)
+      python benchmarks/filters.py tightness   (issue 23: releases admitted per budget)
 Target (issue 11): a fully-adaptive admission decision with 10,000 recorded
 releases (stored guarantees) in under 20 ms. The guarantees are built once (as a
 ledger stores them) and round-tripped through JSON first, as a ledger reads them.
@@ -44,6 +45,50 @@ def timed(policy, guarantees, candidate) -> tuple[float, float, object]:
     return min(times), statistics.median(times), status
 
 
+TIGHTNESS_CASES = [
+    ((1.0, 1e-6), PureDP(0.01), "PureDP(0.01)"),
+    ((1.0, 1e-6), BoundedRange(0.01), "BoundedRange(0.01)"),
+    ((3.0, 1e-6), PureDP(0.05), "PureDP(0.05)"),
+    ((1.0, 1e-6), Gaussian(20.0), "Gaussian(20)"),
+]
+
+
+def largest_admitted(admits, high: int = 100_000) -> int:
+    """The largest n with admits(n) (admits is monotone), by bisection."""
+    low = 0
+    while low < high:
+        middle = (low + high + 1) // 2
+        if admits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def tightness() -> None:
+    """How many equal releases each budget admits: the fixed-parameter optimum (the
+    accountant with the plan fixed in advance) against the fully adaptive filters,
+    the default ("mixed") policy and the policy of the declared mix."""
+    import dataclasses
+
+    from privloss.accounting import compose
+
+    print(f"{'budget':>12s} {'release':>22s} {'fixed':>6s} {'mixed':>12s} {'declared':>20s}")
+    for (epsilon, delta), event, label in TIGHTNESS_CASES:
+        def fixed(n, event=event):
+            repeated = dataclasses.replace(event, count=n)
+            return compose([repeated], target_delta=delta, interaction="adaptive").epsilon <= epsilon
+        optimum = largest_admitted(fixed, 20_000)
+        guarantee = release_guarantee(event)
+        mix = "gaussian" if isinstance(event, Gaussian) else "pure"
+        row = [f"({epsilon:g}, {delta:g})", label, f"{optimum:6d}"]
+        for policy in (default_policy(epsilon, delta), default_policy(epsilon, delta, mix)):
+            count = largest_admitted(lambda n, p=policy: check(p, [guarantee] * n).admitted, 20_000)
+            row.append(f"{count:5d} ({count / optimum:.3f})")
+        row[-1] = f"{mix:>8s}: {row[-1]}"
+        print(f"{row[0]:>12s} {row[1]:>22s} {row[2]} {row[3]:>12s} {row[4]:>20s}")
+
+
 def main() -> None:
     guarantees = history()
     candidate = release_guarantee([BoundedRange(0.001, count=10)])
@@ -65,4 +110,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    tightness() if sys.argv[1:] == ["tightness"] else main()

@@ -21,6 +21,7 @@ _EXPORTS = {
     "privloss.api.planning": ("max_epsilon", "plan"),
     "privloss.accounting": (
         "AccountingResult", "BudgetExceededError", "PrivacyAccountant", "PrivacyFilter",
+        "PrivacyOdometer",
         "UnsupportedEventError", "calibrate_epsilon", "calibrate_gaussian_sigma", "compose",
     ),
     "privloss.events": (

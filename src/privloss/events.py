@@ -5,7 +5,8 @@ consume events, mechanisms emit them (the dp-accounting split). Every event is
 a frozen dataclass validated at construction; ``count`` repeats it. Events nest
 into trees with :class:`Composed`.
 
-This module imports nothing else of privloss.
+This module imports nothing else of privloss but :mod:`privloss._exact`
+(standard library only: exact rounding of a ratio).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import enum
 import math
 import numbers
 from dataclasses import dataclass, field
+
+from privloss._exact import quotient_upper
 
 
 class Interaction(str, enum.Enum):
@@ -192,7 +195,7 @@ class Laplace(Event):
 
     @property
     def guarantee(self) -> Event:
-        return PureDP(self.sensitivity / self.scale)
+        return PureDP(quotient_upper(self.sensitivity, self.scale))   # never below the ratio
 
 
 @dataclass(frozen=True)
@@ -243,7 +246,7 @@ class DiscreteLaplace(Event):
 
     @property
     def guarantee(self) -> Event:
-        return PureDP(self.sensitivity / self.scale)
+        return PureDP(quotient_upper(self.sensitivity, self.scale))   # never below the ratio
 
 
 @dataclass(frozen=True)

@@ -142,10 +142,13 @@ def test_issue_examples_near_the_largest_loss():
 ])
 def test_windowed_sum_equals_the_full_sum_and_never_falls_below(monkeypatch, k, epsilon,
                                                                   epsilon_g):
-    """Above WINDOW_FROM active terms the binomial sum runs over a window around its
-    largest (log-concave) term, the outside bounded by count x edge term."""
+    """Above WINDOW_FROM the binomial sum runs over a window of O(sqrt k) terms with a
+    certified tail and float-error bound (issue 23: privloss.bounds._binomial_window).
+    The full log-gamma sum carries an outward slack of 16 ulps of its magnitude
+    (up to 5e-8 relative here), so the window, accurate to 1e-10 (mpmath,
+    tests/bounds/test_optimal_dp_large.py), may lie below it by that slack."""
     from privloss.bounds import optimal_dp
     windowed = optimal_dp.optimal_dp_delta(k, epsilon, epsilon_g)
     monkeypatch.setattr(optimal_dp, "WINDOW_FROM", 10**9)
     full = optimal_dp.optimal_dp_delta(k, epsilon, epsilon_g)
-    assert full <= windowed <= full * (1 + 1e-12) + 1e-300
+    assert full * (1 - 1e-7) <= windowed <= full * (1 + 1e-12) + 1e-290

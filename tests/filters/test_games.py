@@ -49,6 +49,12 @@ POLICIES = {
     "renyi-5-0.25": FilterPolicy(5.0, 0.25, ("renyi",), (0.25,)),
     "zcdp-5-0.25": FilterPolicy(5.0, 0.25, ("zcdp",), (0.25,)),
     "advanced-3-0.2": FilterPolicy(3.0, 0.2, ("advanced",), (0.2,)),
+    # issue 23: the delta split of the declared mix (zCDP with all of delta for pure
+    # streams; the Gaussian-DP filter for Gaussian ones, RR releases fall to its zCDP share)
+    "pure-5-0.25": default_policy(5.0, 0.25, "pure"),
+    "pure-2-0.3": default_policy(2.0, 0.3, "pure"),
+    "gaussian-5-0.25": default_policy(5.0, 0.25, "gaussian"),
+    "mixed-5-0.25": default_policy(5.0, 0.25),
     "all-2-0.3": FilterPolicy(2.0, 0.3, ("basic", "advanced", "zcdp", "renyi", "gdp"),
                               (0.0, 0.075, 0.075, 0.075, 0.075)),
 }

@@ -15,6 +15,10 @@ from privloss.budget._store import LedgerFile
 from privloss.events import ApproxDP, BoundedRange, Laplace, PureDP
 from tests.postgres_server import PostgresServer, skip_reason
 
+#: ten stored PureDP(0.1) sum to just over 1 (0.1 is 0.1000000000000000055... in
+#: binary64) and budgets compare exactly: this is the smallest budget they fit
+TEN_TENTHS = 1.0000000000000002
+
 
 def _race(location: str, index: int, barrier) -> str:
     ledger = Ledger(location, create=False)
@@ -157,7 +161,7 @@ class LedgerContract:
             Ledger(location, create=False)
 
     def test_threads_never_overspend(self, ledger):
-        ledger.create_dataset("d", epsilon=1.0)
+        ledger.create_dataset("d", epsilon=TEN_TENTHS)
         barrier = threading.Barrier(12)
         outcomes = []
 
@@ -178,7 +182,7 @@ class LedgerContract:
 
     def test_processes_never_overspend(self):
         location = self.new_location()
-        Ledger(location).create_dataset("d", epsilon=1.0)
+        Ledger(location).create_dataset("d", epsilon=TEN_TENTHS)
         context = multiprocessing.get_context("spawn")
         with context.Manager() as manager:
             barrier = manager.Barrier(16)

@@ -25,6 +25,11 @@ from privloss.events import (ApproxDP, ApproxZCDP, BoundedRange, Composed, Conce
                              NonPrivate, NoOp, PureDP, RandomizedResponse, ZCDP, Group,
                              Parallel, PoissonSampled, SampledWithoutReplacement)
 
+#: ten stored PureDP(0.1) sum to just over 1 (0.1 is 0.1000000000000000055... in
+#: binary64) and budgets compare exactly: this is the smallest budget they fit
+TEN_TENTHS = 1.0000000000000002
+
+
 ALL_EVENTS = (
     NoOp(), NonPrivate(), PureDP(0.1), PureDP(0.3, count=4), BoundedRange(0.05, count=2),
     ApproxDP(0.5, 1e-7), ZCDP(0.01), ZCDP(0.02, xi=0.1, count=3), ApproxZCDP(0.01, 1e-9, xi=0.5),
@@ -254,7 +259,7 @@ def test_identical_repeated_query_is_free(ledger):
 
 
 def test_ten_releases_fit_and_the_eleventh_is_refused(ledger):
-    ledger.create_dataset("d", epsilon=1.0)
+    ledger.create_dataset("d", epsilon=TEN_TENTHS)
     for index in range(10):
         ledger.release("d", index, lambda: index, PureDP(0.1))
     before = snapshot(ledger)
@@ -424,7 +429,7 @@ def test_spent_under_a_plan_is_the_accountants_tightest_bound_on_mixed_events(le
 
 def test_threads_racing_never_overspend(ledger):
     """16 threads, a budget for exactly 10 (basic composition at delta 0)."""
-    ledger.create_dataset("d", epsilon=1.0)
+    ledger.create_dataset("d", epsilon=TEN_TENTHS)
     barrier = threading.Barrier(16)
     outcomes = []
 

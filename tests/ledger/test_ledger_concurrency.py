@@ -26,6 +26,10 @@ TOLERANCE = 1 + 1e-9          # the accountant's relative budget tolerance
 # --------------------------------------------------------------------------
 # processes racing (spawn context: a fresh interpreter per process)
 # --------------------------------------------------------------------------
+#: ten stored PureDP(0.1) sum to just over 1 (0.1 is 0.1000000000000000055... in
+#: binary64) and budgets compare exactly: this is the smallest budget they fit
+TEN_TENTHS = 1.0000000000000002
+
 
 def _race_worker(path: str, worker: int, attempts: int, barrier, queue) -> None:
     ledger = Ledger(path, create=False)
@@ -46,7 +50,7 @@ def _race_worker(path: str, worker: int, attempts: int, barrier, queue) -> None:
 
 def _race(tmp_path, processes: int, attempts: int) -> None:
     path = str(tmp_path / "race.sqlite")
-    Ledger(path).create_dataset("d", epsilon=1.0)        # exactly 10 of PureDP(0.1) at delta 0
+    Ledger(path).create_dataset("d", epsilon=TEN_TENTHS)   # exactly 10 of PureDP(0.1) at delta 0
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(processes)
     queue = context.Queue()

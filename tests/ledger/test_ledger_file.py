@@ -15,11 +15,15 @@ from privloss.budget import Ledger, LedgerBudgetError, LedgerError
 from privloss.budget._store import LedgerFile
 from privloss.events import PureDP
 
+#: ten stored PureDP(0.1) sum to just over 1 (0.1 is 0.1000000000000000055... in
+#: binary64) and budgets compare exactly: this is the smallest budget they fit
+TEN_TENTHS = 1.0000000000000002
+
 
 @pytest.fixture
 def path(tmp_path):
     path = str(tmp_path / "budget.sqlite")
-    Ledger(path).create_dataset("d", epsilon=1.0)
+    Ledger(path).create_dataset("d", epsilon=TEN_TENTHS)
     return path
 
 

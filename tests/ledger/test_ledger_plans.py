@@ -1,6 +1,7 @@
 """Preregistered plans (adaptive: in order; setwise: any unused item), the
 fully-adaptive default, delta as a budget, and the upgrade of schema-1 files."""
 
+
 from __future__ import annotations
 
 import json
@@ -24,6 +25,10 @@ def ledger(tmp_path):
 def snapshot(ledger):
     return tuple((name, ledger.show(name), ledger.history(name)) for name in ledger.datasets())
 
+
+#: ten stored PureDP(0.1) sum to just over 1 (0.1 is 0.1000000000000000055... in
+#: binary64) and budgets compare exactly: this is the smallest budget they fit
+TEN_TENTHS = 1.0000000000000002
 
 TOPK = (BoundedRange(0.05, count=10), Laplace(20.0, count=10))
 
@@ -140,7 +145,7 @@ def _race(path: str, index: int, barrier) -> str:
 
 def test_sixteen_processes_racing_on_a_plan_of_ten_get_exactly_ten(tmp_path):
     path = str(tmp_path / "race.sqlite")
-    Ledger(path).create_dataset("d", epsilon=1.0, interaction="setwise",
+    Ledger(path).create_dataset("d", epsilon=TEN_TENTHS, interaction="setwise",
                                 plan=[PlanItem([PureDP(0.1)], {"q": "topk"})] * 10)
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager:

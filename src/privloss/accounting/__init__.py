@@ -18,6 +18,7 @@ _EXPORTS = {
     "privloss.accounting.candidates": ("CANDIDATES", "Candidate"),
     "privloss.accounting.errors": ("BudgetExceededError",),
     "privloss.accounting.filter": ("PlanMismatchError", "PrivacyFilter"),
+    "privloss.accounting.odometer": ("PrivacyOdometer",),
     "privloss.accounting.profile": ("Profile", "UnsupportedEventError"),
 }
 __getattr__, __dir__, __all__ = lazy_exports("privloss.accounting", _EXPORTS)

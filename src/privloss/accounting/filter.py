@@ -21,7 +21,7 @@ import threading
 
 from privloss.accounting.accountant import AccountingResult, BoundResult, epsilon_of_profile
 from privloss.accounting.candidates import CANDIDATES, Candidate
-from privloss.accounting.errors import BUDGET_TOLERANCE, BudgetExceededError  # noqa: F401
+from privloss.accounting.errors import BudgetExceededError, exactness_note, fits_budget
 from privloss.accounting.fully_adaptive import (FilterPolicy, FilterStatus, check, default_policy,
                                                 release_guarantee)
 from privloss.accounting.fully_adaptive.rules import RULES
@@ -72,7 +72,8 @@ class PrivacyFilter:
         ``fully-adaptive`` (default): the admitted releases are (epsilon,
         delta)-DP even when each release, its parameters and the number of
         releases are chosen from earlier outputs (filter rules of ``policy``,
-        default :func:`~privloss.accounting.fully_adaptive.default_policy`).
+        default :func:`~privloss.accounting.fully_adaptive.default_policy` for
+        the declared ``mix``: "mixed" (default), "pure" or "gaussian").
         ``adaptive`` / ``setwise``: the plan's composition under that model fits
         the budget and every release is a planned one, so the tight
         fixed-parameter bounds apply. ``non-adaptive``: the accountant's
@@ -80,16 +81,19 @@ class PrivacyFilter:
         in advance).
     Runtime
         fully-adaptive: one guarantee per release, then O(n) sums per call.
-    Tolerance
-        a total within a relative ``BUDGET_TOLERANCE`` (1e-9) of the budget is
-        accepted, so that ten releases of 0.1 fit a budget of 1.0.
+    Exact budgets
+        the certified total (an upper bound, sums rounded up to the next binary64
+        number) must be ``<=`` the budget exactly; there is no tolerance. Ten
+        releases of ``PureDP(0.1)`` do not fit a budget of 1 (the stored 0.1 is
+        above 1/10); eight of ``PureDP(0.125)`` do (docs/accounting.md, "Exact
+        budgets").
     Thread safety
         calls are serialised by a lock, so racing threads never overspend.
     """
 
     def __init__(self, epsilon: float, delta: float = 0.0, *,
                  interaction: Interaction | str = Interaction.FULLY_ADAPTIVE,
-                 plan=None, policy: FilterPolicy | None = None,
+                 plan=None, policy: FilterPolicy | None = None, mix: str | None = None,
                  candidates: tuple[Candidate, ...] = CANDIDATES):
         self._budget_epsilon = check_nonnegative("epsilon", epsilon)
         self._budget_delta = check_probability("delta", delta, closed_upper=False)
@@ -105,8 +109,11 @@ class PrivacyFilter:
             if plan is not None:
                 raise ValueError("plan is only for adaptive, setwise or non-adaptive budgets; a "
                                  "fully-adaptive budget needs none")
+            if policy is not None and mix is not None:
+                raise ValueError("give either policy or mix (the declared mechanism mix that "
+                                 "chooses the default policy's delta split), not both")
             if policy is None:
-                policy = default_policy(self._budget_epsilon, self._budget_delta)
+                policy = default_policy(self._budget_epsilon, self._budget_delta, mix or "mixed")
             if not isinstance(policy, FilterPolicy):
                 raise TypeError(f"policy must be a FilterPolicy, got {type(policy).__name__}")
             if (policy.epsilon, policy.delta) != (self._budget_epsilon, self._budget_delta):
@@ -114,8 +121,9 @@ class PrivacyFilter:
                                  f"the filter's ({self._budget_epsilon:g}, {self._budget_delta:g})")
             self._policy = policy
             return
-        if policy is not None:
-            raise ValueError(f"policy is only for fully-adaptive budgets, not {self._interaction.value}")
+        if policy is not None or mix is not None:
+            raise ValueError(f"policy and mix are only for fully-adaptive budgets, not "
+                             f"{self._interaction.value}")
         if plan is None:
             if self._interaction is not Interaction.NON_ADAPTIVE:
                 raise ValueError(
@@ -142,7 +150,8 @@ class PrivacyFilter:
                 f"plan does not fit the budget: its {len(items)} releases compose to epsilon = "
                 f"{result.value:.6g} at delta = {self._budget_delta:g} under the "
                 f"{self._interaction.value} model (bound {result.bound}), over the budget epsilon "
-                f"{self._budget_epsilon:g} by {over:.6g}")
+                f"{self._budget_epsilon:g} by {over:.6g}"
+                f"{exactness_note(result.value, self._budget_epsilon)}")
         self._plan = items
         self._used = [False] * len(items)
 
@@ -206,7 +215,7 @@ class PrivacyFilter:
 
     # ---- accounting --------------------------------------------------------------
     def _within_budget(self, epsilon: float) -> bool:
-        return epsilon <= self._budget_epsilon * (1.0 + BUDGET_TOLERANCE)
+        return fits_budget(epsilon, self._budget_epsilon)
 
     def _result(self, status: FilterStatus) -> AccountingResult:
         rows = tuple(BoundResult(name, RULES[name].citation, math.isfinite(eps), eps
@@ -274,7 +283,8 @@ class PrivacyFilter:
                     f"budget exceeded: this release would bring the total to epsilon = "
                     f"{result.value:.6g} at delta = {self._budget_delta:g} (bound {result.bound}), "
                     f"over the budget epsilon = {self._budget_epsilon:g}; spent so far "
-                    f"{spent:.6g}, remaining {max(0.0, self._budget_epsilon - spent):.6g}",
+                    f"{spent:.6g}, remaining {max(0.0, self._budget_epsilon - spent):.6g}"
+                    f"{exactness_note(result.value, self._budget_epsilon)}",
                     spent=spent, budget_epsilon=self._budget_epsilon,
                     budget_delta=self._budget_delta, would_spend=result.value)
             self._profile = profile

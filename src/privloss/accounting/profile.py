@@ -152,7 +152,12 @@ class Profile:
         conditioned on not revealing (probability 1 - delta under both inputs) it is
         eps-DP; hence delta-approximately eps^2/2-zCDP [BS16 Prop 1.4, Def 8.1]
         (derived; docs/accounting.md)."""
-        return self.approx_zcdp_delta_total + float(np.sum(self.approx_deltas))
+        from privloss._exact import sum_upper
+
+        zcdp = [np.full(count, event.delta, dtype=float) for event, count in self.generic_atoms
+                if isinstance(event, ApproxZCDP)]
+        # rounded up to the next binary64 number: compared exactly with delta caps
+        return sum_upper(np.concatenate([self.approx_deltas, *zcdp]))
 
     @cached_property
     def conditional_dp_epsilons(self) -> np.ndarray:

@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from privloss.bounds._numeric import (check_count, check_epsilon_list, check_nonnegative, exact_sum,
+from privloss._exact import sum_upper
+from privloss.bounds._numeric import (check_count, check_epsilon_list, check_nonnegative,
                                       check_probability, round_up, safe_delta)
 
 
@@ -30,15 +31,17 @@ def basic_epsilon(epsilons, target_delta: float, *, deltas=None) -> float:
     Assumptions: adaptive composition of (epsilon_i, delta_i)-DP mechanisms,
     heterogeneous; also valid for privacy filters (parameters chosen adaptively,
     Rogers et al. 2016).
-    Guarantee: valid upper bound; ``inf`` when ``sum(deltas) > target_delta``.
+    Guarantee: the smallest binary64 number >= the exact sum of the (binary64)
+    epsilons, so that a budget comparison with it is exact; ``inf`` when the
+    exact ``sum(deltas) > target_delta``.
     Runtime: O(k).
     """
     eps = check_epsilon_list("epsilons", epsilons)
     target = check_probability("target_delta", target_delta)
     dels = _deltas_like(deltas, eps)
-    if exact_sum(dels) > target:
+    if sum_upper(dels) > target:
         return math.inf
-    return round_up(exact_sum(eps))
+    return sum_upper(eps)
 
 
 def basic_delta(epsilons, epsilon_g: float, *, deltas=None) -> float:
@@ -51,8 +54,8 @@ def basic_delta(epsilons, epsilon_g: float, *, deltas=None) -> float:
     eps = check_epsilon_list("epsilons", epsilons)
     eg = check_nonnegative("epsilon_g", epsilon_g, allow_inf=True)
     dels = _deltas_like(deltas, eps)
-    if eg >= round_up(exact_sum(eps)):
-        return safe_delta(exact_sum(dels))
+    if eg >= sum_upper(eps):
+        return min(1.0, sum_upper(dels))
     return 1.0
 
 

@@ -13,6 +13,9 @@ import math
 from fractions import Fraction
 
 import numpy as np
+
+from privloss._exact import multiple_upper
+from privloss.bounds import _binomial_window
 from privloss.bounds._numeric import (certify_epsilon, check_count, check_nonnegative,
                                       check_probability, log1mexp, log_binomial, logsumexp,
                                       round_up, safe_delta)
@@ -74,7 +77,7 @@ def _log_sum_of_terms(k: int, epsilon: float, epsilon_g: float, last: int,
     return float(logsumexp(parts))
 
 
-def _pure_delta(k: int, epsilon: float, epsilon_g: float) -> float:
+def _pure_delta(k: int, epsilon: float, epsilon_g: float, fast: str | None = None) -> float:
     """(1+e^eps)^-k sum_i C(k,i) [e^{(k-i) eps} - e^{eps_g + i eps}]_+, in log space."""
     if epsilon == 0:
         return 0.0
@@ -89,6 +92,17 @@ def _pure_delta(k: int, epsilon: float, epsilon_g: float) -> float:
     last = min(math.ceil(-gap / (2 * exact_eps)) - 1, k)
     if last < 0:
         return 0.0
+    if k > WINDOW_FROM:
+        # O(sqrt k) terms with a certified tail and float-error bound (the window is
+        # cached per (k, eps)): term by term (no cancellation), or for ``fast`` the
+        # O(1) closed form A - e^{eps_g} B (an upper or a lower bound) for bisection
+        window = _binomial_window.window(k, epsilon)
+        if fast == "lower":
+            return window.pure_delta_lower(epsilon_g, last)
+        bound = (window.pure_delta(epsilon_g, last) if fast == "upper" else
+                 window.pure_delta_direct(epsilon_g, last, float(gap + 2 * last * exact_eps)))
+        if bound is not None:
+            return min(1.0, bound)
     log_sum = _log_sum_of_terms(k, epsilon, epsilon_g, last, float(gap + 2 * last * exact_eps))
     value = float(np.exp(log_sum - _log_norm(k, epsilon)))
     # log-gamma and the large exponents carry an absolute log error of a few ulps of
@@ -105,9 +119,11 @@ def optimal_dp_delta(k: int, epsilon: float, epsilon_g: float, *, delta0: float 
     Assumptions: adaptive composition (also covers non-adaptive and set-wise:
     all parameters equal), homogeneous epsilon and delta0.
     Guarantee: the exact optimum, rounded up by a relative 1e-12; clipped to [0, 1].
-    Beyond ``WINDOW_FROM`` active terms, a window around the largest term plus an
-    outward bound on the rest (equal to the full sum to 1e-12 in the tests).
-    Runtime: O(min(k, sqrt(k) window)) in log space (no overflow for k up to 1e7).
+    For k above ``WINDOW_FROM``: the sum over a window of about 52 standard
+    deviations of the binomial (O(sqrt k) terms, computed once per (k, eps)) plus a
+    certified geometric bound on the tails and on the float error
+    (:mod:`privloss.bounds._binomial_window`; within 1e-10 relative of mpmath).
+    Runtime: O(k) up to ``WINDOW_FROM``; beyond, O(sqrt k) (k = 10^9: ~0.1 s).
     """
     k = check_count("k", k)
     eps = check_nonnegative("epsilon", epsilon)
@@ -123,6 +139,50 @@ def optimal_dp_delta(k: int, epsilon: float, epsilon_g: float, *, delta0: float 
     return safe_delta(-math.expm1(log_keep) + math.exp(log_keep) * pure)
 
 
+def _bisect(admits, low: float, high: float, relative: float) -> tuple[float, float]:
+    """(low, high) with admits(high) and not admits(low) (monotone), high - low <=
+    relative * high; ``admits(high)`` is assumed on entry."""
+    while high - low > relative * high:
+        middle = 0.5 * (low + high)
+        if middle <= low or middle >= high:
+            break
+        if admits(middle):
+            high = middle
+        else:
+            low = middle
+    return low, high
+
+
+def _large_k_epsilon(k: int, eps: float, target: float, d0: float) -> float:
+    """[CR] Thm 1 inverted at large k without O(k) arrays: bisection on the O(1)
+    closed-form bounds brackets the optimum (lower bound > target below the bracket,
+    upper bound <= target at its top), then bisection on the term-by-term upper bound
+    (no cancellation) narrows it to 2^-45 relative; the answer is certified by the
+    term-by-term bound (``optimal_dp_delta(answer) <= target``)."""
+    log_keep = k * math.log1p(-d0) if d0 > 0 else 0.0
+    keep = math.exp(log_keep)
+
+    def total(pure: float) -> float:
+        return pure if d0 == 0 else -math.expm1(log_keep) + keep * pure
+
+    def upper_fast(eg):
+        return total(_pure_delta(k, eps, eg, "upper")) <= target
+
+    def lower_fast(eg):
+        return total(_pure_delta(k, eps, eg, "lower")) <= target
+
+    def exact(eg):
+        return safe_delta(total(_pure_delta(k, eps, eg))) <= target
+
+    top = k * eps
+    _, high = _bisect(upper_fast, 0.0, top, 2.0 ** -50)
+    low, _ = _bisect(lower_fast, 0.0, high, 2.0 ** -50)
+    if not exact(high):                      # the closed form's rounding: widen once
+        high = top
+    _, high = _bisect(exact, low, high, 2.0 ** -45)
+    return high
+
+
 def optimal_dp_epsilon(k: int, epsilon: float, target_delta: float, *, delta0: float = 0.0) -> float:
     """Optimal epsilon of k-fold composition of (epsilon, delta0)-DP at ``target_delta``.
 
@@ -135,7 +195,10 @@ def optimal_dp_epsilon(k: int, epsilon: float, target_delta: float, *, delta0: f
     Guarantee: the exact optimum; the closed form is re-checked against the
     forward formula and nudged up until ``optimal_dp_delta(result) <= target_delta``.
     ``inf`` when delta < 1 - (1 - delta0)^k (infeasible); 0 when delta >= 1.
-    Runtime: O(k).
+    For k above ``WINDOW_FROM`` (issue 23): bisection on the windowed profile, the
+    answer certified by it and within 1e-9 relative of the optimum (its lower
+    bound is checked in tests/bounds/test_optimal_dp_large.py).
+    Runtime: O(k) up to ``WINDOW_FROM``; beyond, O(sqrt k) (k = 10^9 in < 0.5 s CPU).
     """
     k = check_count("k", k)
     eps = check_nonnegative("epsilon", epsilon)
@@ -155,9 +218,13 @@ def optimal_dp_epsilon(k: int, epsilon: float, target_delta: float, *, delta0: f
         return optimal_dp_delta(k, eps, eg, delta0=d0)
 
     if tilde == 0:
-        return certify_epsilon(profile, target, round_up(k * eps))
+        # delta 0 (pure events): the optimum is k eps exactly (basic composition is
+        # tight at delta 0), rounded up to the next binary64 number only if inexact
+        return multiple_upper(eps, k)
     if _pure_delta(k, eps, 0.0) <= tilde:
         return 0.0
+    if k > WINDOW_FROM:
+        return _large_k_epsilon(k, eps, target, d0)
     i = np.arange(k + 1, dtype=float)
     log_c = log_binomial(k, i)
     log_norm = _log_norm(k, eps)

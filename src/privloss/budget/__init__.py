@@ -43,8 +43,9 @@ Privacy guarantee
 Every result returned was recorded, with its events, before it was returned,
 and every computation that started was charged before it started. A release is
 recorded only if the whole history, this release included, fits (budget
-epsilon, budget delta) under the dataset's model (within a relative
-``BUDGET_TOLERANCE`` of 1e-9, as :class:`privloss.accounting.PrivacyFilter`).
+epsilon, budget delta) under the dataset's model, compared exactly (no
+tolerance; :func:`privloss.accounting.errors.fits_budget`, as
+:class:`privloss.accounting.PrivacyFilter`).
 Racing threads and processes never overspend: the check and the insert happen
 under SQLite's single write lock. A crash at any moment leaves the charge
 recorded or not recorded, never a returned answer unrecorded (WAL journal,

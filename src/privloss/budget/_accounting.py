@@ -20,7 +20,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from privloss.accounting.errors import BUDGET_TOLERANCE
+from privloss.accounting.errors import exactness_note, fits_budget
 
 __all__ = ["Dataset", "Spending", "spending_of", "within_budget"]
 
@@ -55,7 +55,9 @@ class Spending:
 
 
 def within_budget(epsilon: float, budget_epsilon: float) -> bool:
-    return epsilon <= budget_epsilon * (1.0 + BUDGET_TOLERANCE)
+    """Exact comparison of a certified epsilon with the budget (no tolerance:
+    docs/accounting.md, "Exact budgets")."""
+    return fits_budget(epsilon, budget_epsilon)
 
 
 def _fully_adaptive(dataset: Dataset, guarantees: list) -> Spending:
@@ -85,7 +87,8 @@ def _planned(dataset: Dataset, events: list, with_delta: bool) -> Spending:
         f"the history would compose to epsilon = "
         f"{'infinity' if math.isinf(total.value) else format(total.value, '.6g')} at delta = "
         f"{dataset.budget_delta:g} under {dataset.interaction} (bound {total.bound}), over the "
-        f"budget epsilon = {dataset.budget_epsilon:g}")
+        f"budget epsilon = {dataset.budget_epsilon:g}"
+        f"{exactness_note(total.value, dataset.budget_epsilon)}")
     return Spending(total.value, delta, admitted, total.bound, message)
 
 

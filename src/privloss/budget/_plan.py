@@ -44,7 +44,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from privloss.accounting.errors import BUDGET_TOLERANCE
+from privloss.accounting.errors import exactness_note, fits_budget
 from privloss.serialize import (canonical_query_key, events_from_text,
                                            events_to_text)
 from privloss.events import Event
@@ -136,13 +136,14 @@ def check_plan(plan, interaction: str, budget_epsilon: float, budget_delta: floa
 
     events = [event for item in items for event in item.events]
     total = epsilon_of_profile(Profile.of(events), interaction, budget_delta)
-    if not total.value <= budget_epsilon * (1.0 + BUDGET_TOLERANCE):
+    if not fits_budget(total.value, budget_epsilon):        # exact: no tolerance
         over = "infinitely" if math.isinf(total.value) else \
             f"by {total.value - budget_epsilon:.6g}"
         raise LedgerPlanError(
             f"the plan does not fit the budget: its {len(items)} release(s) compose to "
             f"epsilon = {total.value:.10g} at delta = {budget_delta:g} under {interaction} "
-            f"(bound {total.bound}), over the budget epsilon = {budget_epsilon:g} {over}")
+            f"(bound {total.bound}), over the budget epsilon = {budget_epsilon:g} {over}"
+            f"{exactness_note(total.value, budget_epsilon)}")
     return items
 
 

@@ -19,11 +19,13 @@ from operator import attrgetter, itemgetter
 
 import numpy as np
 
+from privloss._exact import sum_upper
+from privloss.accounting.errors import fits_budget
 from privloss.accounting.fully_adaptive.release import RENYI_ORDERS, ReleaseGuarantee
 
-#: relative tolerance on budget comparisons: decimal budgets are not exact in binary
-#: (ten releases of 0.1 sum to slightly more than 1.0); same as PrivacyFilter's.
-BUDGET_TOLERANCE = 1e-9
+#: relative slack added to values computed with transcendental functions (logs,
+#: square roots: a few ulps of error), so that the exact budget comparison is sound
+OUTWARD = 1e-12
 
 
 class Table:
@@ -86,20 +88,24 @@ class Rule:
 
 
 def total(values: np.ndarray) -> float:
-    """Sum of non-negative values, correctly rounded (math.fsum: error at most half
-    an ulp, far inside the 1e-9 budget tolerance); inf if any term is inf."""
+    """Sum of non-negative values rounded up to the next binary64 number if inexact
+    (:func:`privloss._exact.sum_upper`: never below the exact sum, so budget
+    comparisons are exact); inf if any term is inf."""
     if values.size == 0:
         return 0.0
     if not np.all(np.isfinite(values)):
         return math.inf
-    try:
-        return math.fsum(values.tolist())
-    except OverflowError:
-        return math.inf
+    return sum_upper(values)
+
+
+def outward(value: float) -> float:
+    """A value computed with logs and square roots, pushed up by :data:`OUTWARD`."""
+    return value * (1.0 + OUTWARD) if math.isfinite(value) and value > 0 else value
 
 
 def fits(value: float, budget: float) -> bool:
-    return value <= budget * (1.0 + BUDGET_TOLERANCE)
+    """Exact comparison of a certified value with the budget (no tolerance)."""
+    return fits_budget(value, budget)
 
 
 def _no_guarantee(column: np.ndarray, currency: str) -> str | None:
@@ -134,7 +140,9 @@ def renyi_orders_for(epsilon: float, share: float, count: int = 4) -> tuple[floa
     if epsilon <= 0 or share <= 0:
         return RENYI_ORDERS[:count]
     alpha, _ = zcdp_order(epsilon, share / count)
-    if not math.isfinite(alpha):
+    if not math.isfinite(alpha) or alpha <= 1.0:          # huge budgets: alpha* rounds to 1
+        if math.isfinite(alpha):
+            return RENYI_ORDERS[:count]
         return RENYI_ORDERS[-count:]
     target = math.log(alpha - 1.0)
     ranked = sorted(RENYI_ORDERS, key=lambda order: abs(math.log(order - 1.0) - target))
@@ -212,7 +220,7 @@ def advanced_rule(table: Table, policy, share: float) -> tuple[float, str]:
         return 0.0, "sum of squared epsilons 0"
     # the l2 norm scaled by the largest epsilon: no underflow for eps < 1e-154, no overflow
     norm = largest * math.sqrt(total((eps / largest) ** 2)) * (1.0 + 1e-12)
-    value = norm * norm / 2.0 + norm * math.sqrt(2.0 * -math.log(share))
+    value = outward(norm * norm / 2.0 + norm * math.sqrt(2.0 * -math.log(share)))
     return value, f"sum of squared epsilons {norm * norm:.6g}"
 
 
@@ -279,7 +287,8 @@ def renyi_rule(table: Table, policy, share: float) -> tuple[float, str]:
     log_inv = math.log(len(orders) / share)
     best, best_order = math.inf, None
     for order in orders:
-        value = total(table.renyi(RENYI_ORDERS.index(order))) + renyi_conversion_term(order, log_inv)
+        value = outward(total(table.renyi(RENYI_ORDERS.index(order)))
+                        + renyi_conversion_term(order, log_inv))
         if value < best:
             best, best_order = value, order
     if best_order is None:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
+from privloss._exact import sum_upper
 from privloss.accounting.profile import Profile
 from privloss.bounds.rdp import br_renyi, dp_renyi
 from privloss.events import Event, Gaussian
@@ -213,9 +214,9 @@ def release_guarantee(events) -> ReleaseGuarantee:
     delta = min(1.0, _up(profile.conditional_delta_total))
     epsilon = _INF
     if profile.only_dp_like:
-        with np.errstate(over="ignore"):
-            total = math.fsum(profile.conditional_dp_epsilons) + math.fsum(profile.br_epsilons)
-        epsilon = _up(total)
+        # the exact sum rounded up to a binary64 number: budgets compare exactly
+        epsilon = _up(sum_upper(np.concatenate([profile.conditional_dp_epsilons,
+                                                profile.br_epsilons])))
     xi, rho = profile.zcdp_totals()
     if not (math.isfinite(xi) and math.isfinite(rho)):
         xi, rho = 0.0, _INF

@@ -12,17 +12,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
+from privloss._exact import floor_difference, sum_upper
+from privloss.accounting.errors import exactness_note
 from privloss.accounting.fully_adaptive import filters
 from privloss.accounting.fully_adaptive.release import RENYI_ORDERS, ReleaseGuarantee
 from privloss.bounds._numeric import check_nonnegative, check_probability
 
 #: rule name -> :class:`filters.Rule`
 RULES = filters.RULES
-#: share of delta the default policy reserves for the Renyi rule's conversion
-DEFAULT_RENYI_SHARE = 0.1
+#: shares of delta the default ("mixed") policy reserves for the Renyi and zCDP rules'
+#: conversions; the rest (half) is the releases' own delta cap
+DEFAULT_RENYI_SHARE = 0.05
+MIXED_ZCDP_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,7 @@ class FilterPolicy:
         if len(shares) != len(rules):
             raise ValueError(f"delta_shares must have one share per rule ({len(rules)}), "
                              f"got {len(shares)}")
-        if math.fsum(shares) > delta * (1.0 + filters.BUDGET_TOLERANCE):
+        if sum(map(Fraction, shares), Fraction(0)) > Fraction(delta):      # exact
             raise ValueError(f"delta_shares sum to {math.fsum(shares):g}, more than delta = {delta:g}")
         for name, share in zip(rules, shares):
             if RULES[name].needs_share and share <= 0:
@@ -84,8 +89,9 @@ class FilterPolicy:
 
     @property
     def release_delta_cap(self) -> float:
-        """The most the releases' own deltas may sum to."""
-        return max(0.0, self.delta - math.fsum(self.delta_shares))
+        """The most the releases' own deltas may sum to: the largest binary64 number
+        that, added exactly to the shares, stays within delta."""
+        return floor_difference(self.delta, self.delta_shares)
 
     def to_dict(self) -> dict:
         return {"epsilon": self.epsilon, "delta": self.delta, "rules": list(self.rules),
@@ -104,18 +110,45 @@ class FilterPolicy:
                    tuple(data.get("renyi_orders", ())))
 
 
-def default_policy(epsilon: float, delta: float) -> FilterPolicy:
-    """Basic composition plus the Renyi filter with 10% of delta (basic alone if delta = 0).
+#: the declared mechanism mixes of :func:`default_policy`
+MIXES = ("mixed", "pure", "gaussian")
 
-    Basic composition is the best rule for a few releases, the Renyi filter for
-    many; the union bound over both costs the Renyi rule's share of delta
-    (docs/accounting.md, "Choosing a model").
+
+def default_policy(epsilon: float, delta: float, mix: str = "mixed") -> FilterPolicy:
+    """The filter policy for a budget, its delta split chosen from the declared mix.
+
+    ``mix`` (issue 23; docs/accounting.md, "Choosing the delta split"):
+
+    * ``"pure"``: releases without a delta of their own (pure DP, bounded range,
+      Laplace, randomized response, ...): basic composition plus the zCDP filter
+      with ALL of delta (no release delta cap is needed: a release with a delta
+      of its own is refused, and the refusal says so);
+    * ``"gaussian"``: Gaussian mechanisms: the Gaussian-DP filter of Smith and
+      Thakurta with 99% of delta (exact for Gaussian streams: it admits what the
+      fixed-parameter optimum admits), the zCDP filter with the rest (discrete
+      Gaussians and other zCDP releases);
+    * ``"mixed"`` (default): any release: basic composition, the zCDP filter
+      with 5% of delta (all Renyi orders at once: no union over orders), the
+      Renyi filter at four orders with 5% (releases with xi > 0, subsampled
+      Gaussians), and 90% for the releases' own deltas (as before issue 23).
+
+    ``delta = 0``: basic composition alone whatever the mix. Each rule is a valid
+    filter and the shares plus the release cap sum to at most delta exactly, so
+    the combination is a valid filter (docs/accounting.md, "Combining rules").
     """
     epsilon = check_nonnegative("epsilon", epsilon)
     delta = check_probability("delta", delta, closed_upper=False)
+    if mix not in MIXES:
+        raise ValueError(f"mix must be one of {', '.join(MIXES)}, got {mix!r}")
     if delta == 0:
         return FilterPolicy(epsilon, 0.0, ("basic",), (0.0,))
-    return FilterPolicy(epsilon, delta, ("basic", "renyi"), (0.0, DEFAULT_RENYI_SHARE * delta))
+    if mix == "pure":
+        return FilterPolicy(epsilon, delta, ("basic", "zcdp"), (0.0, delta))
+    if mix == "gaussian":
+        gdp = 0.99 * delta
+        return FilterPolicy(epsilon, delta, ("gdp", "zcdp"), (gdp, floor_difference(delta, [gdp])))
+    zcdp, renyi = MIXED_ZCDP_SHARE * delta, DEFAULT_RENYI_SHARE * delta
+    return FilterPolicy(epsilon, delta, ("basic", "zcdp", "renyi"), (0.0, zcdp, renyi))
 
 
 @dataclass(frozen=True)
@@ -178,10 +211,10 @@ def check(policy: FilterPolicy, guarantees: Sequence[ReleaseGuarantee]) -> Filte
         raise TypeError(f"policy must be a FilterPolicy, got {type(policy).__name__}")
     table = filters.Table(guarantees)
     deltas = table.column("delta")
-    used_delta = filters.total(deltas)
+    used_delta = filters.total(deltas)         # rounded up: the comparison is exact
     cap = policy.release_delta_cap
-    delta_ok = used_delta <= cap * (1.0 + filters.BUDGET_TOLERANCE)
-    spent_delta = min(1.0, used_delta + math.fsum(policy.delta_shares))
+    delta_ok = used_delta <= cap
+    spent_delta = min(1.0, sum_upper([used_delta, *policy.delta_shares]))
     rows = []
     for name, share in zip(policy.rules, policy.delta_shares):
         epsilon, reason = RULES[name].certify(table, policy, share)
@@ -202,9 +235,10 @@ def check(policy: FilterPolicy, guarantees: Sequence[ReleaseGuarantee]) -> Filte
         return FilterStatus(True, best.name, best.epsilon, spent_delta, message,
                             tuple(row.as_tuple() for row in rows))
     message = (f"refused: no rule certifies these {size} release(s) within epsilon "
-               f"{policy.epsilon:g}; closest rule {best.name}: {best.reason}")
+               f"{policy.epsilon:g}; closest rule {best.name}: {best.reason}"
+               f"{exactness_note(best.epsilon, policy.epsilon)}")
     return FilterStatus(False, best.name, best.epsilon, spent_delta, message,
                         tuple(row.as_tuple() for row in rows))
 
 
-__all__ = ["FilterPolicy", "FilterStatus", "check", "default_policy", "RULES"]
+__all__ = ["FilterPolicy", "FilterStatus", "check", "default_policy", "RULES", "MIXES"]
