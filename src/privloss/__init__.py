@@ -18,6 +18,7 @@ _EXPORTS = {
     "privloss.analytics.aggregate.api": ("aggregate",),
     "privloss.analytics.api": ("histogram", "topk"),
     "privloss.analytics.planning": ("max_epsilon", "plan"),
+    "privloss.releases.running_api": ("running",),
     "privloss.accounting": (
         "AccountingResult", "BudgetExceededError", "PrivacyAccountant", "PrivacyFilter",
         "UnsupportedEventError", "calibrate_epsilon", "calibrate_gaussian_sigma", "compose",
