@@ -97,3 +97,40 @@ def test_rho_for_meets_the_target():
     assert compose((ZCDP(rho * 1.01),), target_delta=1e-6).epsilon > 1.0
     with pytest.raises(ValueError, match="delta must be in"):
         rho_for(1.0, 0.0)
+
+
+def _discrete_gaussian_weights(sigma_squared, shift=0, span=60):
+    sigma = math.sqrt(sigma_squared)
+    limit = int(span * sigma) + 10
+    points = range(-limit, limit + 1)
+    s2 = mpmath.mpf(sigma_squared)
+    weights = [mpmath.e ** (-mpmath.mpf(x - shift) ** 2 / (2 * s2)) for x in points]
+    total = mpmath.fsum(weights)
+    return list(points), [w / total for w in weights]
+
+
+@pytest.mark.parametrize("sigma_squared", [0.3, 1.0, 4.0, 30.0])
+def test_discrete_gaussian_is_sigma_squared_sub_gaussian(sigma_squared):
+    # the guaranteed Gaussian interval rests on E exp(uZ) <= exp(u^2 sigma^2 / 2) (CKS)
+    mpmath.mp.dps = 40
+    points, pmf = _discrete_gaussian_weights(sigma_squared)
+    s2 = mpmath.mpf(sigma_squared)
+    for u in (0.01, 0.3, 1.0, 2.5):
+        u = mpmath.mpf(u) / mpmath.sqrt(s2)
+        mgf = mpmath.fsum(p * mpmath.e ** (u * x) for x, p in zip(points, pmf))
+        # equal to within ~exp(-2 pi^2 sigma^2) for large sigma: allow rounding of the sums
+        assert mgf <= mpmath.e ** (u * u * s2 / 2) * (1 + mpmath.mpf(10) ** -30)
+
+
+@pytest.mark.parametrize("sigma_squared, shift", [(0.5, 1), (2.0, 1), (2.0, 3), (9.0, 2)])
+def test_discrete_gaussian_renyi_divergence_within_the_zcdp_bound(sigma_squared, shift):
+    # per coordinate D_alpha(N_Z(0, s2) || N_Z(shift, s2)) <= alpha shift^2 / (2 s2); Renyi
+    # divergences of independent coordinates add, which gives the per-level rho
+    mpmath.mp.dps = 40
+    points, p = _discrete_gaussian_weights(sigma_squared)
+    _, q = _discrete_gaussian_weights(sigma_squared, shift)
+    for alpha in (1.5, 2.0, 5.0, 20.0):
+        moment = mpmath.fsum(a ** alpha * b ** (1 - alpha) for a, b in zip(p, q) if a > 0)
+        divergence = mpmath.log(moment) / (alpha - 1)
+        bound = mpmath.mpf(alpha) * shift ** 2 / (2 * mpmath.mpf(sigma_squared))
+        assert divergence <= bound * (1 + mpmath.mpf(10) ** -30)

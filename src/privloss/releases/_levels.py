@@ -13,14 +13,18 @@ nodes (``l1``) and the largest change of one node (``linf``), both integers.
 
 Privacy guarantee
 -----------------
-* Laplace: the level's vector release is (l1_l / t_l)-DP (product of
-  independent discrete Laplace mechanisms, [CKS] Proposition 32 per
-  coordinate, the shifts adding up to at most l1_l); the levels compose
+* Laplace: the level's vector release is (l1_l / t_l)-DP (independent
+  discrete Laplace coordinates: the pmf ratio at an integer shift s is at
+  most exp(|s| / t), the geometric mechanism of Ghosh, Roughgarden,
+  Sundararajan 2009; the shifts add up to at most l1_l); the levels compose
   basically: epsilon = sum_l l1_l / t_l, one ``PureDP`` event.
 * Gaussian: the level's release is (D_l^2 / (2 sigma_l^2))-zCDP with D_l^2 the
   largest squared l2 norm of an integer change with l1 <= l1_l and every entry
-  <= linf_l, i.e. q linf^2 + r^2 for l1 = q linf + r ([CKS] Theorem 14, the
-  multivariate discrete Gaussian; the bound is the maximum of a convex
+  <= linf_l, i.e. q linf^2 + r^2 for l1 = q linf + r ([CKS] Theorem 14 in
+  the arXiv:2004.00010 numbering, the multivariate discrete Gaussian: per
+  coordinate the Renyi divergence at an integer shift s is at most
+  alpha s^2 / (2 sigma^2), checked with mpmath in tests/releases, and Renyi
+  divergences of independent coordinates add; the bound is the maximum of a convex
   function over the box-and-l1 polytope, reached at a vertex); zCDP adds up
   over levels ([Bun–Steinke 2016] Lemma 2.3): rho = sum_l D_l^2/(2 sigma_l^2),
   one ``ZCDP`` event.
@@ -38,7 +42,8 @@ An estimate's error is sum_i a_i Z_i with |a_i| <= 1 (:mod:`._tree`).
   reals, a normal approximation for the integer laws (coverage measured in
   tests/releases).
 * ``guaranteed``: a sound two-sided bound with miscoverage <= 5%.
-  Gaussian: the discrete Gaussian is sigma^2-sub-Gaussian ([CKS] Corollary 9),
+  Gaussian: the discrete Gaussian is sigma^2-sub-Gaussian ([CKS] Corollary 9
+  in the arXiv numbering; checked with mpmath in tests/releases),
   so the error is (sum a_i^2 sigma_i^2)-sub-Gaussian and the Chernoff bound
   gives the half-width sqrt(2 ln(2/beta) sum a_i^2 sigma_i^2).  Laplace: the
   moment generating function of the discrete Laplace of scale t is at most
@@ -52,7 +57,8 @@ An estimate's error is sum_i a_i Z_i with |a_i| <= 1 (:mod:`._tree`).
 Citation
 --------
 [CKS] Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential
-Privacy", NeurIPS 2020.  Bun, Steinke, "Concentrated Differential Privacy",
+Privacy", NeurIPS 2020 (arXiv:2004.00010).  Ghosh, Roughgarden, Sundararajan,
+"Universally Utility-Maximizing Privacy Mechanisms", STOC 2009.  Bun, Steinke, "Concentrated Differential Privacy",
 TCC 2016.  Boucheron, Lugosi, Massart, "Concentration Inequalities", 2013.
 
 Runtime
