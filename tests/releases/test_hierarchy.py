@@ -70,7 +70,8 @@ def test_release_is_consistent_and_charges_one_event(noise, budget):
                            minlength=SIZES[level - 1])
         assert (ints == release.consistent[level - 1]).all()
     rows = release.rows()
-    assert len(rows) == sum(SIZES) and {"estimate", "variance", "ci95", "consistent"} <= set(rows[0])
+    assert len(rows) == sum(SIZES)
+    assert {"estimate", "variance", "ci95", "consistent"} <= set(rows[0])
 
 
 @pytest.mark.parametrize("noise, budget", [("laplace", 0.5), ("gaussian", 0.1)])

@@ -58,7 +58,8 @@ Citation
 --------
 [CKS] Canonne, Kamath, Steinke, "The Discrete Gaussian for Differential
 Privacy", NeurIPS 2020 (arXiv:2004.00010).  Ghosh, Roughgarden, Sundararajan,
-"Universally Utility-Maximizing Privacy Mechanisms", STOC 2009.  Bun, Steinke, "Concentrated Differential Privacy",
+"Universally Utility-Maximizing Privacy Mechanisms", STOC 2009.  Bun, Steinke,
+"Concentrated Differential Privacy",
 TCC 2016.  Boucheron, Lugosi, Massart, "Concentration Inequalities", 2013.
 
 Runtime
@@ -224,7 +225,8 @@ def plan_noise(kind: str, bounds, budget, shares) -> NoisePlan:
     shares = shares / shares.sum()
     target = Fraction(budget)
     if kind == "laplace":
-        parameters = [_rational_at_least(b.l1 / (float(budget) * s)) for b, s in zip(bounds, shares)]
+        parameters = [_rational_at_least(b.l1 / (float(budget) * s))
+                      for b, s in zip(bounds, shares)]
     else:
         parameters = [_rational_at_least(b.l2_squared / (2.0 * float(budget) * s))
                       for b, s in zip(bounds, shares)]

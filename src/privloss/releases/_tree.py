@@ -152,7 +152,8 @@ def blue(measured, variances, proxies, parents) -> TreeEstimate:
             keep = out_var / (var[level] + out_var)            # weight of up_v
             values[level] = keep * up[level] + (1.0 - keep) * out
             out_variances[level] = var[level] * out_var / (var[level] + out_var)
-            out_proxies[level] = _col(keep * keep) * prox[level] + _col((1.0 - keep) ** 2) * out_prox
+            out_proxies[level] = (_col(keep * keep) * prox[level]
+                                  + _col((1.0 - keep) ** 2) * out_prox)
             own = out_var / (s + out_var)                       # weight of y_v in down_v
             down = own * y + (1.0 - own) * out
             down_var = s * out_var / (s + out_var)

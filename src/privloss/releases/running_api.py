@@ -291,6 +291,7 @@ def _asked_before(ledger, dataset, request, seed, label) -> bool:
         wanted["label"] = label
     for row in ledger.history(dataset):
         query = row["query"]
-        if row["status"] == "done" and isinstance(query, dict) and {**query, "data": None} == wanted:
+        if row["status"] == "done" and isinstance(query, dict) \
+                and {**query, "data": None} == wanted:
             return True
     return False
