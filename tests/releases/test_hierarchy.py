@@ -145,3 +145,26 @@ def test_bad_input_named_before_noise():
                           epsilon=1.0)
     with pytest.raises(ValueError, match=r"sizes\[1\] must be an integer >= 1, got 0"):
         plan_hierarchy((1, 0), LevelBound(1, 1), budget=1.0)
+
+
+@pytest.mark.parametrize("noise, budget", [("laplace", 1.0), ("gaussian", 0.3)])
+def test_neighbouring_inputs_give_the_same_structure(noise, budget):
+    """D and D' (one unit more in one leaf): same events, variances, interval
+    widths and row keys; only the noisy values differ."""
+    values, parents = _data(seed=4)
+    neighbour = [v.copy() for v in values]
+    leaf = 5
+    neighbour[2][leaf] += 1
+    neighbour[1][parents[2][leaf]] += 1
+    neighbour[0][0] += 1
+    plan = plan_hierarchy(SIZES, LevelBound(1, 1), noise=noise, budget=budget)
+
+    def shape(release):
+        return (release.events, [v.tolist() for v in release.variances],
+                [np.round(high - low, 9).tolist() for low, high in release.ci95_guaranteed],
+                [(row["level"], row["node"], sorted(row)) for row in release.rows()])
+
+    kwargs = dict(consistent=True, nonnegative=False)
+    first = plan.release(values, parents, source=InsecureSeededSource(1), **kwargs)
+    second = plan.release(neighbour, parents, source=InsecureSeededSource(1), **kwargs)
+    assert shape(first) == shape(second)

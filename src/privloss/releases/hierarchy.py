@@ -23,7 +23,10 @@ of its children.  The release:
    sound for the integer noise); with ``nonnegative`` their lower ends are
    clipped at 0 (valid when every true total is >= 0);
 4. with ``consistent=True`` also non-negative integers adding up exactly at
-   every level (:mod:`._rounding`), reported with the same half-widths.
+   every level (:mod:`._rounding`); ``ci95`` is then centred on the integers
+   (same half-widths; its coverage is measured, docs/releases.md) while
+   ``ci95_guaranteed`` stays centred on the least-squares estimate, where its
+   guarantee holds.
 
 The split of the budget across levels minimises the sum over levels of the
 BLUE variance of a node of that level in the regular tree with the
@@ -238,7 +241,8 @@ def _project(plan: HierarchyPlan, measured, parents, *, consistent: bool,
         centre = estimate.values[level] if integers is None \
             else integers[level].astype(np.float64)
         intervals.append(_interval(centre, normal, nonnegative))
-        guaranteed.append(_interval(centre, sound, nonnegative))
+        # the guarantee holds around the least-squares estimate only
+        guaranteed.append(_interval(estimate.values[level], sound, nonnegative))
     return HierarchyRelease(plan, tuple(measured), estimate.values, estimate.variances,
                             tuple(intervals), tuple(guaranteed), integers)
 
