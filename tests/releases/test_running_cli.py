@@ -189,3 +189,24 @@ def test_neighbouring_inputs_differ_only_in_noisy_values(tmp_path, capsys, kind,
         without = {key: value for key, value in payload.items() if key != "periods"}
         outputs.append((code, err, shape, without))
     assert outputs[0] == outputs[1]
+
+
+def test_gaussian_noise_spends_a_zcdp_event_within_epsilon_delta(tmp_path, capsys):
+    code, out, err = _run(capsys, *_common(_csv(tmp_path), "--count", "--epsilon", "1",
+                                           "--delta", "1e-6", "--noise", "gaussian", "--seed",
+                                           "2", "--json"))
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["events"][0].startswith("ZCDP(")
+    assert payload["guarantee"]["epsilon"] <= 1.0 + 1e-9
+    assert payload["parameters"]["noise"] == "discrete-gaussian"
+
+
+def test_sum_that_may_decrease_has_no_monotone_fit(tmp_path, capsys):
+    code, out, err = _run(capsys, *_common(_csv(tmp_path), "--sum", "amount:-5:10",
+                                           "--epsilon", "1", "--seed", "2", "--json"))
+    assert code == 0, err
+    rows = json.loads(out)["periods"]
+    assert "monotone" not in rows[0]
+    assert any(row["ci95"][0] < 0 for row in rows)          # no clipping at 0
+    assert json.loads(out)["parameters"]["sensitivity"]["per_period"] == 20
