@@ -133,3 +133,13 @@ def test_bad_parameters_named():
     plan = plan_running(10, max_periods=1, per_period=1, budget=1.0)
     with pytest.raises(ValueError, match="values must be a one-dimensional integer array"):
         plan.release(np.array([1.5, 2.0]))
+
+
+@pytest.mark.parametrize("horizon", [1, 2, 3])
+def test_tiny_horizons_and_empty_appends(horizon):
+    plan = plan_running(horizon, max_periods=1, per_period=1, budget=1.0)
+    totals = plan.start(InsecureSeededSource(2))
+    empty = totals.append(np.array([], dtype=np.int64))
+    assert empty.periods == 0 and empty.ci95[0].size == 0
+    release = totals.append(np.ones(horizon, dtype=np.int64))
+    assert release.periods == horizon and (release.variances > 0).all()

@@ -182,7 +182,9 @@ class NoisePlan:
         exact variances and summed proxies (shape (n, K), see
         :meth:`proxies`; module docstring)."""
         variances = np.asarray(variances, dtype=np.float64)
-        proxies = np.asarray(proxies, dtype=np.float64).reshape(variances.size, -1)
+        proxies = np.asarray(proxies, dtype=np.float64)
+        if proxies.ndim == 1:
+            proxies = proxies[:, None]
         x = math.log(2.0 / BETA)
         normal = Z95 * np.sqrt(variances)
         if self.kind == "gaussian":
