@@ -210,3 +210,14 @@ def test_sum_that_may_decrease_has_no_monotone_fit(tmp_path, capsys):
     assert "monotone" not in rows[0]
     assert any(row["ci95"][0] < 0 for row in rows)          # no clipping at 0
     assert json.loads(out)["parameters"]["sensitivity"]["per_period"] == 20
+
+
+def test_extreme_values_clamp_and_never_fail(tmp_path):
+    # nan and empty values are dropped; +-inf and 1e300 clamp to the bounds (no error
+    # that would depend on one unit's data)
+    path = _csv(tmp_path, "cust,when,amount\ne,2024-01-02,nan\nf,2024-01-02,inf\n"
+                          "g,2024-01-02,-inf\nh,2024-01-02,1e300\nk,2024-01-02,\n")
+    query = RunningQuery("day", dt.date(2024, 1, 1), 3, "sum", 2, 2, -5, 10)
+    totals = bounded_period_totals(resolve_input(path), query, unit="cust", time="when",
+                                   value="amount")
+    assert totals.tolist() == [0, 15, 0]
