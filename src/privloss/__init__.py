@@ -19,6 +19,7 @@ _EXPORTS = {
     "privloss.api.sql": ("sql",),
     "privloss.api.protocol": ("histogram", "topk"),
     "privloss.api.planning": ("max_epsilon", "plan"),
+    "privloss.api.running": ("running",),
     "privloss.accounting": (
         "AccountingResult", "BudgetExceededError", "PrivacyAccountant", "PrivacyFilter",
         "PrivacyOdometer",

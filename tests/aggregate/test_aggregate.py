@@ -1,4 +1,4 @@
-"""privloss.analytics.aggregate: bounding, mechanisms, accounting, bad input, SQL, CLI."""
+"""privloss.aggregate: bounding, mechanisms, accounting, bad input, SQL, CLI."""
 
 from __future__ import annotations
 

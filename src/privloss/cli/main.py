@@ -40,6 +40,7 @@ COMMANDS = {
     "serve": ("privloss.cli.serve", "run the privacy query service (HTTP API and dashboard)"),
     "aggregate": ("privloss.cli.aggregate", "private group-by: counts, sums, means, quantiles"),
     "sql": ("privloss.cli.sql", "private group-by written as SQL (COUNT, SUM, AVG, quantiles)"),
+    "running": ("privloss.cli.running", "private running totals over time with 95%% intervals"),
 }
 
 
