@@ -67,7 +67,9 @@ an fsync each. ``compute`` runs outside any lock.
 
 Public API: :class:`Ledger` (``create_dataset``, ``datasets``, ``show``,
 ``history``, ``events``, ``lookup``, ``release``, ``release_with_receipt``),
-:class:`Receipt`, :class:`PlanItem`, :func:`check_dataset_name`, the errors.
+:class:`Receipt`, :class:`PlanItem`, :func:`check_dataset_name`, the errors;
+anchoring (:mod:`._anchor`): ``Ledger(path, witness=..., key_file=...)``,
+``Ledger.verify``, :func:`create_key_file`, :func:`load_key`.
 """
 
 from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, LedgerPlanError,
@@ -75,10 +77,11 @@ from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, Ledger
 from ._ledger import (DEFAULT_TIMEOUT, LEDGER_INTERACTIONS, MAX_NAME_LENGTH, Ledger, Receipt,
                       check_dataset_name)
 from ._integrity import LedgerIntegrityError
+from ._anchor import KEY_ENVIRONMENT, create_key_file, load_key
 from ._plan import MAX_PLAN_ITEMS, PlanItem
 from ._store import APPLICATION_ID, SCHEMA_VERSION
 
 __all__ = ["Ledger", "Receipt", "PlanItem", "LedgerError", "LedgerBudgetError",
            "LedgerPlanError", "LedgerIntegrityError", "UnknownDatasetError", "DatasetExistsError", "check_dataset_name",
            "LEDGER_INTERACTIONS", "DEFAULT_TIMEOUT", "MAX_NAME_LENGTH", "MAX_PLAN_ITEMS",
-           "APPLICATION_ID", "SCHEMA_VERSION"]
+           "APPLICATION_ID", "SCHEMA_VERSION", "KEY_ENVIRONMENT", "create_key_file", "load_key"]

@@ -113,7 +113,7 @@ class ReleaseProtocol:
                 with self._file.transaction(conn, write=True):
                     self._stage("begun")
                     dataset = self._dataset(conn, name)
-                    self._verify(conn, name)
+                    self._check_not_behind(name, self._verify(conn, name).count)
                     stored = self._stored(conn, name, key)
                     if stored:            # an identical query was answered meanwhile
                         return self._receipt(stored, cached=True, decode=decode)
@@ -125,7 +125,7 @@ class ReleaseProtocol:
                             self._refuse_over_cap(conn, dataset, analyst, cap, events, guarantee)
                         self._stage("checked")
                         time = _now()
-                        release_id = self._insert_pending(
+                        release_id, count, head = self._insert_pending(
                             conn, name, key, events_text, guarantee, plan_item, spent, time,
                             analyst)
                         break
@@ -136,6 +136,11 @@ class ReleaseProtocol:
                                   f"again later (nothing was recorded)")
             _time.sleep(0.02)
         self._stage("charged")
+        try:
+            self._witness(name, count, head)        # after the commit: never ahead of it
+        except LedgerError:
+            self._finish(release_id, "failed", None)
+            raise
 
         try:
             result_text = result_to_text(encode(compute()))
@@ -149,11 +154,13 @@ class ReleaseProtocol:
                        spent.bound, time, None if plan_item is None else plan_item + 1)
 
     def _insert_pending(self, conn, name: str, key: str, events_text: str, guarantee: str,
-                        plan_item, spent: Spending, time: str, analyst: str | None) -> int:
+                        plan_item, spent: Spending, time: str,
+                        analyst: str | None) -> tuple[int, int, str]:
         """Record a charged release, chained to the dataset's head (inside the
-        charging transaction)."""
+        charging transaction); its id, the dataset's new release count and head."""
         release_id = self._file.next_release_id(conn)
-        head = conn.execute("SELECT head FROM datasets WHERE name = ?", (name,)).fetchone()[0]
+        head, recorded = conn.execute("SELECT head, recorded FROM datasets WHERE name = ?",
+                                      (name,)).fetchone()
         owner = _owner()
         chain = release_chain(head, release_id, name, key, events_text, guarantee, plan_item,
                               owner, analyst, spent.epsilon, spent.bound, time)
@@ -164,7 +171,7 @@ class ReleaseProtocol:
                       spent.epsilon, spent.bound, time, chain))
         conn.execute("UPDATE datasets SET head = ?, recorded = recorded + 1 WHERE name = ?",
                      (chain, name))
-        return release_id
+        return release_id, recorded + 1, chain
 
     @staticmethod
     def _pending_owner(conn, name: str, key: str) -> str | None:

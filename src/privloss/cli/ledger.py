@@ -4,9 +4,15 @@ privacy-budget ledger (:mod:`privloss.budget`).
     privloss ledger create  --ledger PATH --dataset NAME --epsilon E [--delta D]
                             [--interaction fully-adaptive | adaptive --plan FILE
                              | setwise --plan FILE]
+                            [--witness PATH] [--key-file PATH] [--no-witness]
     privloss ledger show    --ledger PATH --dataset NAME [--json]
     privloss ledger history --ledger PATH --dataset NAME [--json]
-    privloss ledger verify  --ledger PATH [--json]
+    privloss ledger verify  --ledger PATH [--witness PATH] [--key-file PATH] [--json]
+
+A new ledger file is anchored by default: its witness ``PATH.witness`` and
+key ``PATH.key`` (mode 0600, created; ``$PRIVLOSS_LEDGER_KEY`` instead when
+set) are recorded in it and used by every later command (docs/ledger.md,
+"Anchoring").
 
 Bad input: one line on stderr, exit status 2. For the commands that release
 through a ledger (``privloss histogram`` / ``topk``), :func:`add_ledger_flags`,
@@ -133,6 +139,15 @@ def register(subparsers) -> None:
                              "and setwise); e.g. [[release]] command=\"topk\" "
                              "algorithm=\"unknown-gumbel\" k=10 epsilon=0.1 delta=1e-7 l0=5 "
                              "d_bar=50")
+    create.add_argument("--witness", metavar="PATH", default=None,
+                        help="append-only witness of the ledger's heads (default for a file "
+                             "ledger: LEDGER.witness; required to anchor a PostgreSQL ledger)")
+    create.add_argument("--key-file", metavar="PATH", default=None,
+                        help="key authenticating the witness, mode 0600 (default: "
+                             "$PRIVLOSS_LEDGER_KEY if set, else LEDGER.key, created if missing)")
+    create.add_argument("--no-witness", action="store_true",
+                        help="do not anchor the ledger (deleted releases and restored copies "
+                             "then cannot be detected)")
     create.add_argument("--json", action="store_true", help="print one JSON object")
     create.set_defaults(handler=run_create)
 
@@ -151,6 +166,12 @@ def register(subparsers) -> None:
         description="Verify every dataset's budget record and release chain; exit 2 naming the "
                     "first bad record.")
     verify.add_argument("--ledger", metavar="PATH", required=True, help="SQLite ledger file")
+    verify.add_argument("--witness", metavar="PATH", default=None,
+                        help="witness to check against (default: the one recorded in the "
+                             "ledger, e.g. a copy kept elsewhere)")
+    verify.add_argument("--key-file", metavar="PATH", default=None,
+                        help="the witness's key file (default: the recorded one, else "
+                             "$PRIVLOSS_LEDGER_KEY)")
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.set_defaults(handler=run_verify)
 
@@ -204,7 +225,15 @@ def run_create(args) -> int:
         # argparse checked the numbers; check the name too before the file is created
         module = _ledger_module()
         module.check_dataset_name(args.dataset)
-        ledger = module.Ledger(args.ledger, create=True)
+        witness, key_file, created = _anchor_of(args)
+        try:
+            ledger = module.Ledger(args.ledger, create=True, witness=witness,
+                                   key_file=key_file)
+        except BaseException:
+            if created:                    # bad input leaves no file behind
+                import os
+                os.unlink(key_file)
+            raise
         summary = ledger.create_dataset(args.dataset, epsilon=args.epsilon, delta=delta,
                                         interaction=args.interaction, plan=plan)
     if args.delta is None:
@@ -216,6 +245,35 @@ def run_create(args) -> int:
     else:
         _print_summary(summary)
     return 0
+
+
+def _anchor_of(args) -> tuple:
+    """(witness, key file, whether the key file was created now) for ``ledger
+    create`` (module docstring); creates the default key file for a ledger that
+    has no witness yet."""
+    import os
+    from privloss.budget import KEY_ENVIRONMENT, create_key_file
+    if args.no_witness:
+        if args.witness is not None or args.key_file is not None:
+            raise CommandError("--no-witness goes without --witness and --key-file")
+        return None, None, False
+    is_url = args.ledger.startswith(("postgresql://", "postgres://"))
+    witness = args.witness
+    if witness is None:
+        if is_url:
+            warn("privloss: warning: a PostgreSQL ledger is anchored only with --witness "
+                 "PATH; without one, deleted releases and restored copies cannot be detected")
+            return None, args.key_file, False
+        witness = args.ledger + ".witness"
+    key_file = args.key_file
+    if key_file is None and not os.environ.get(KEY_ENVIRONMENT) and not is_url:
+        key_file = args.ledger + ".key"
+        if not os.path.exists(key_file):
+            if os.path.exists(witness):
+                return witness, None, False    # anchored before: its recorded key is used
+            create_key_file(key_file)
+            return witness, key_file, True
+    return witness, key_file, False
 
 
 def run_show(args) -> int:
@@ -230,16 +288,22 @@ def run_show(args) -> int:
 
 def run_verify(args) -> int:
     with ledger_errors():
-        ledger = _ledger_module().Ledger(args.ledger, create=False)  # opening verifies chains
-        names = ledger.datasets()
-        releases = {name: ledger.show(name)["releases"] for name in names}
-    report = {"ledger": ledger.path, "verified": True, "datasets": len(names),
-              "releases": sum(releases.values())}
+        # opening verifies the chains and the witness; verify() re-reads the tables
+        report = _ledger_module().Ledger(args.ledger, create=False, witness=args.witness,
+                                         key_file=args.key_file).verify()
     if args.json:
         print_json(report)
-    else:
-        print(f"ledger {ledger.path}: verified, {len(names)} dataset(s), "
-              f"{report['releases']} release(s); every record matches its hash chain")
+        return 0
+    anchor = (f"; matches its witness {report['witness']}"
+              f"{' (authenticated)' if report['keyed'] else ' (no key: not authenticated)'}"
+              if report["anchored"] else "")
+    print(f"ledger {report['ledger']}: verified, {report['datasets']} dataset(s), "
+          f"{report['releases']} release(s); every record matches its hash chain{anchor}")
+    for name, count in sorted(report["ahead"].items()):
+        print(f"  dataset {name}: ahead of the witness by {count} release(s) (a charge "
+              f"committed before its witness line, e.g. a crash); re-anchored")
+    if report["warning"]:
+        warn(f"privloss: warning: {report['warning']}")
     return 0
 
 
