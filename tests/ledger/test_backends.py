@@ -13,7 +13,6 @@ from privloss.budget import (Ledger, LedgerBudgetError, LedgerIntegrityError,
                                        LedgerPlanError, PlanItem)
 from privloss.budget._store import LedgerFile
 from privloss.events import ApproxDP, BoundedRange, Laplace, PureDP
-from tests.postgres_server import PostgresServer, skip_reason
 
 
 def _race(location: str, index: int, barrier) -> str:
@@ -203,15 +202,6 @@ class TestSqliteLedger(LedgerContract):
         import sqlite3
         with sqlite3.connect(location) as conn:
             conn.execute(sql)
-
-
-@pytest.fixture(scope="session")
-def postgres_server():
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    with PostgresServer() as server:
-        yield server
 
 
 class TestPostgresLedger(LedgerContract):
