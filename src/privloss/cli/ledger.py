@@ -8,6 +8,7 @@ privacy-budget ledger (:mod:`privloss.budget`).
     privloss ledger show    --ledger PATH --dataset NAME [--json]
     privloss ledger history --ledger PATH --dataset NAME [--json]
     privloss ledger verify  --ledger PATH [--witness PATH] [--key-file PATH] [--json]
+    privloss ledger postgres-grants --role NAME
 
 A new ledger file is anchored by default: its witness ``PATH.witness`` and
 key ``PATH.key`` (mode 0600, created; ``$PRIVLOSS_LEDGER_KEY`` instead when
@@ -175,6 +176,16 @@ def register(subparsers) -> None:
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.set_defaults(handler=run_verify)
 
+    grants = commands.add_parser(
+        "postgres-grants", help="print the SQL that lets a PostgreSQL role use a ledger "
+                                "without editing or deleting its records",
+        description="Print the SQL a database owner runs once: SELECT and INSERT for the "
+                    "role, UPDATE only of the columns that finish a release or advance a "
+                    "dataset, no DELETE or TRUNCATE, and append-only triggers.")
+    grants.add_argument("--role", metavar="NAME", required=True,
+                        help="the service's PostgreSQL login role")
+    grants.set_defaults(handler=run_postgres_grants)
+
 
 def _format(value: float) -> str:
     return "inf" if math.isinf(value) else f"{value:.10g}"
@@ -304,6 +315,15 @@ def run_verify(args) -> int:
               f"committed before its witness line, e.g. a crash); re-anchored")
     if report["warning"]:
         warn(f"privloss: warning: {report['warning']}")
+    return 0
+
+
+def run_postgres_grants(args) -> int:
+    from privloss.budget._postgres import service_role_sql
+    try:
+        print(service_role_sql(args.role), end="")
+    except ValueError as error:
+        raise CommandError(f"--role: {error}") from error
     return 0
 
 
