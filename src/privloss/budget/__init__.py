@@ -77,11 +77,12 @@ from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, Ledger
 from ._ledger import (DEFAULT_TIMEOUT, LEDGER_INTERACTIONS, MAX_NAME_LENGTH, Ledger, Receipt,
                       check_dataset_name)
 from ._integrity import LedgerIntegrityError
-from ._anchor import KEY_ENVIRONMENT, create_key_file, load_key
+from ._anchor import KEY_ENVIRONMENT, create_key_file, default_anchor, load_key
 from ._plan import MAX_PLAN_ITEMS, PlanItem
 from ._store import APPLICATION_ID, SCHEMA_VERSION
 
 __all__ = ["Ledger", "Receipt", "PlanItem", "LedgerError", "LedgerBudgetError",
            "LedgerPlanError", "LedgerIntegrityError", "UnknownDatasetError", "DatasetExistsError", "check_dataset_name",
            "LEDGER_INTERACTIONS", "DEFAULT_TIMEOUT", "MAX_NAME_LENGTH", "MAX_PLAN_ITEMS",
-           "APPLICATION_ID", "SCHEMA_VERSION", "KEY_ENVIRONMENT", "create_key_file", "load_key"]
+           "APPLICATION_ID", "SCHEMA_VERSION", "KEY_ENVIRONMENT", "create_key_file", "default_anchor",
+           "load_key"]

@@ -65,8 +65,8 @@ import stat
 from ._errors import LedgerError
 from ._integrity import LedgerIntegrityError
 
-__all__ = ["Anchor", "load_key", "create_key_file", "KEY_ENVIRONMENT", "MIN_KEY_BYTES",
-           "WitnessState"]
+__all__ = ["Anchor", "load_key", "create_key_file", "default_anchor", "KEY_ENVIRONMENT",
+           "MIN_KEY_BYTES", "WitnessState"]
 
 #: environment variable holding the key (hex or text; at least MIN_KEY_BYTES bytes)
 KEY_ENVIRONMENT = "PRIVLOSS_LEDGER_KEY"
@@ -121,6 +121,29 @@ def create_key_file(path) -> str:
         handle.flush()
         os.fsync(handle.fileno())
     return path
+
+
+def default_anchor(location: str, *, beside=None) -> dict:
+    """The default anchor of the CLI and the service: ``{"witness", "key_file",
+    "created_key"}``. A file ledger's witness is ``LEDGER.witness``; a PostgreSQL
+    ledger's is ``BESIDE.witness`` (None without ``beside``: not anchored). The
+    key is ``$PRIVLOSS_LEDGER_KEY`` when set (``key_file`` None), else the file
+    ``LEDGER.key`` / ``BESIDE.key``, created (mode 0600) for a ledger whose
+    witness does not exist yet; otherwise the key recorded in the ledger is used."""
+    is_url = location.startswith(("postgresql://", "postgres://"))
+    base = os.fspath(beside) if is_url and beside is not None else None if is_url else location
+    if base is None:
+        return {"witness": None, "key_file": None, "created_key": False}
+    witness = base + ".witness"
+    if os.environ.get(KEY_ENVIRONMENT):
+        return {"witness": witness, "key_file": None, "created_key": False}
+    key_file = base + ".key"
+    if os.path.exists(key_file):
+        return {"witness": witness, "key_file": key_file, "created_key": False}
+    if os.path.lexists(witness):
+        return {"witness": witness, "key_file": None, "created_key": False}
+    create_key_file(key_file)
+    return {"witness": witness, "key_file": key_file, "created_key": True}
 
 
 def key_id(key: bytes | None) -> str | None:

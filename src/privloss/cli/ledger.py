@@ -260,31 +260,21 @@ def run_create(args) -> int:
 
 def _anchor_of(args) -> tuple:
     """(witness, key file, whether the key file was created now) for ``ledger
-    create`` (module docstring); creates the default key file for a ledger that
-    has no witness yet."""
-    import os
-    from privloss.budget import KEY_ENVIRONMENT, create_key_file
+    create``: the flags, else :func:`privloss.budget.default_anchor`."""
     if args.no_witness:
         if args.witness is not None or args.key_file is not None:
             raise CommandError("--no-witness goes without --witness and --key-file")
         return None, None, False
-    is_url = args.ledger.startswith(("postgresql://", "postgres://"))
-    witness = args.witness
-    if witness is None:
-        if is_url:
-            warn("privloss: warning: a PostgreSQL ledger is anchored only with --witness "
-                 "PATH; without one, deleted releases and restored copies cannot be detected")
-            return None, args.key_file, False
-        witness = args.ledger + ".witness"
-    key_file = args.key_file
-    if key_file is None and not os.environ.get(KEY_ENVIRONMENT) and not is_url:
-        key_file = args.ledger + ".key"
-        if not os.path.exists(key_file):
-            if os.path.exists(witness):
-                return witness, None, False    # anchored before: its recorded key is used
-            create_key_file(key_file)
-            return witness, key_file, True
-    return witness, key_file, False
+    if args.witness is not None:
+        return args.witness, args.key_file, False
+    if args.ledger.startswith(("postgresql://", "postgres://")):
+        warn("privloss: warning: a PostgreSQL ledger is anchored only with --witness PATH; "
+             "without one, deleted releases and restored copies cannot be detected")
+        return None, args.key_file, False
+    if args.key_file is not None:
+        return args.ledger + ".witness", args.key_file, False
+    anchor = _ledger_module().default_anchor(args.ledger)
+    return anchor["witness"], anchor["key_file"], anchor["created_key"]
 
 
 def run_show(args) -> int:
