@@ -116,6 +116,9 @@ def create_key_file(path) -> str:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         raise LedgerError(f"ledger key file {path} already exists") from None
+    except OSError as error:
+        raise LedgerError(f"cannot create the ledger key file {path}: "
+                          f"{error.strerror}") from None
     with os.fdopen(descriptor, "w") as handle:
         handle.write(secrets.token_hex(32) + "\n")
         handle.flush()
