@@ -50,6 +50,11 @@ under SQLite's single write lock. A crash at any moment leaves the charge
 recorded or not recorded, never a returned answer unrecorded (WAL journal,
 ``synchronous=FULL``). The file is used under one name only
 (:mod:`._store`: single hard link, recorded device and inode, regular file).
+Anchored to a witness (:mod:`._anchor`), a ledger whose newest releases, a
+dataset or the whole file were deleted, or an older copy restored, is refused
+on open and by every charge (:mod:`._audit`). The charges of a process's
+threads may share one transaction and one COMMIT (:mod:`._group`), each
+re-checked in order under the same lock.
 
 Citation
 --------

@@ -20,10 +20,13 @@ the new part of a history inside every charging transaction.
 
 Privacy guarantee
 -----------------
-Detects accidental damage and edits made without recomputing the chain. An
-adversary who can write the file *and* recompute SHA-256 can rewrite a whole
-history consistently; against that, keep the file where analysts cannot write
-it (the service, docs/service.md), as the chain cannot without a secret.
+Detects accidental damage and edits made without recomputing the chain. It
+cannot see records that are *missing* (a deleted suffix, dataset or file, an
+older copy) nor a history rewritten by someone who recomputes SHA-256: the
+anchor (:mod:`._anchor`: a witness outside the ledger, authenticated with a
+key) detects those. ``verify(..., unindexed=True)`` reads every column from
+the tables themselves (``ledger verify``), so an intact index cannot hide a
+damaged table.
 
 Citation
 --------

@@ -19,7 +19,10 @@ overspend, nothing unrecorded leaves, every charge is recorded before its
 computation starts, and the hash chain (:mod:`._integrity`) is verified on open
 and inside every charging transaction. The file checks of :mod:`._store`
 (hard links, inode) have no meaning here; the database's own access control
-decides who can write the tables.
+decides who can write the tables, and triggers (:data:`APPEND_ONLY_SQL`,
+installed with the schema) refuse every UPDATE but finishing a pending
+release or advancing a dataset by one, and every DELETE and TRUNCATE, whoever
+asks; :func:`service_role_sql` grants a service role no more than that.
 
 Citation
 --------
