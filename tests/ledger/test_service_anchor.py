@@ -69,6 +69,13 @@ def test_a_suffix_deleted_under_a_running_server_is_refused_before_any_charge(ru
     assert _rows(config.ledger) == 1                    # nothing charged, nothing computed
     history = client.get("/v1/datasets/views/history", headers=bearer(tokens["alice"]))
     assert history.status_code == 200 and "post-deletion-label" not in history.text
+    # a request thread that opens its ledger now: a 503 too, not a 500
+    import threading
+    app = client.app
+    app.state.service._local = threading.local()
+    fresh = _release(client, tokens, "post-deletion-label-2")
+    assert fresh.status_code == 503 and "integrity" in fresh.json()["error"], fresh.text
+    assert _rows(config.ledger) == 1
     with pytest.raises(LedgerIntegrityError, match="'views' has 1 release.*behind by 2"):
         create_app(config)                              # a restart refuses, naming it
 

@@ -83,7 +83,7 @@ class ServiceState:
         their charges."""
         ledger = getattr(self._local, "ledger", None)
         if ledger is None:
-            ledger = self._local.ledger = open_anchored_ledger(self.config, startup=False)
+            ledger = self._local.ledger = _opened_or_503(self.config)
         return ledger
 
     def loop_ledger(self):
@@ -97,7 +97,7 @@ class ServiceState:
         """Open the event loop's ledger, or give it an idle connection again; runs
         in a worker thread (it touches only the store's locked idle stack)."""
         if self._loop_ledger is None:
-            self._loop_ledger = open_anchored_ledger(self.config, startup=False)
+            self._loop_ledger = _opened_or_503(self.config)
         elif not self._loop_ledger.connection_ready():
             self._loop_ledger.warm()
 
@@ -217,6 +217,25 @@ def open_anchored_ledger(config, *, startup: bool = True):
     if startup:
         ledger.verify()
     return ledger
+
+
+def _opened_or_503(config):
+    """A request thread's ledger; a ledger found damaged, behind its witness or
+    missing when the thread opens it is a 503 (as routes.call_ledger maps the
+    same errors later), never a 500: nothing was charged or read."""
+    from privloss.budget import LedgerError, LedgerIntegrityError
+
+    try:
+        return open_anchored_ledger(config, startup=False)
+    except LedgerIntegrityError as error:
+        LOGGER.error("ledger integrity check failed: %s", error)
+        raise ServiceError(503, "the budget ledger failed its integrity check; the operator "
+                                "must run 'privloss ledger verify' (nothing was charged or "
+                                "read)", outcome="ledger-integrity") from None
+    except LedgerError as error:
+        LOGGER.error("ledger unavailable: %s", error)
+        raise ServiceError(503, "the budget ledger is unavailable; try again later",
+                           outcome="ledger-unavailable") from None
 
 
 def create_app(config) -> FastAPI:
