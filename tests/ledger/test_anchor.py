@@ -348,3 +348,16 @@ def test_single_bit_flips_of_the_file_are_refused_or_change_nothing(tmp_path):
         assert _table_rows(path) == before, f"bit {position} changed rows; verify passed"
         outcomes["unchanged"] += 1
     assert outcomes["refused"] > 0 and sum(outcomes.values()) == 200
+
+
+def test_a_crash_while_anchoring_is_recovered(tmp_path):
+    """The witness is created first, then the ledger records it: a witness with
+    its header alone (a crash in between) is adopted, never refused."""
+    from privloss.budget._anchor import Anchor, load_key
+    key = create_key_file(tmp_path / "k")
+    witness = str(tmp_path / "w")
+    Anchor(witness, load_key(key)).create("0" * 32)
+    ledger = Ledger(str(tmp_path / "l.sqlite"), witness=witness, key_file=key)
+    ledger.create_dataset("d", epsilon=1.0)
+    ledger.release("d", "q", lambda: 1, [PureDP(0.1)])
+    assert Ledger(str(tmp_path / "l.sqlite"), create=False).verify()["anchored"]

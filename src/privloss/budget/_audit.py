@@ -59,6 +59,18 @@ def _read_anchor_meta(conn) -> dict | None:
     return value
 
 
+def _witnessed_anything(path: str) -> bool:
+    """Whether a witness file exists and records at least one head (more than
+    its header line); read without the key: only its length matters here."""
+    try:
+        with open(path, "rb") as handle:
+            return len([line for line in handle.read().split(b"\n") if line.strip()]) > 1
+    except FileNotFoundError:
+        return os.path.lexists(path)
+    except OSError:
+        return True
+
+
 class AnchoredLedger:
     """Mixin of :class:`Ledger` (uses ``_file``, ``_verified``, ``_lock``, ``path``)."""
 
@@ -69,7 +81,7 @@ class AnchoredLedger:
     def _refuse_recreation(self, witness) -> None:
         """Before a new (empty) ledger is created: a witness that exists belongs
         to a ledger that was deleted; recreating it would restore its budgets."""
-        if witness is not None and os.path.lexists(os.fspath(witness)):
+        if witness is not None and _witnessed_anything(os.fspath(witness)):
             raise LedgerIntegrityError(
                 f"ledger {self.path} is missing or empty but its witness "
                 f"{os.path.abspath(os.fspath(witness))} exists: the ledger was deleted; "
@@ -110,17 +122,25 @@ class AnchoredLedger:
         if pending is not None:
             self._pending_anchor = None
             self._anchor_now(pending)
-        for name in sorted(self._ahead):
-            state = self._verified[name]
-            self._witness(name, state.count, state.chain)
+        try:
+            for name in sorted(self._ahead):
+                state = self._verified[name]
+                self._witness(name, state.count, state.chain)
+        except LedgerError:
+            pass        # a reader that cannot append: the ledger stays ahead, which is safe
 
     def _anchor_now(self, anchor: Anchor) -> None:
         if anchor.exists():
-            raise LedgerIntegrityError(
-                f"the witness {anchor.path} exists but ledger {self.path} was never anchored "
-                f"to it: it belongs to another (perhaps deleted) ledger; refusing")
-        ledger_id = secrets.token_hex(16)
-        anchor.create(ledger_id)
+            state = anchor.read()
+            if state.newest:
+                raise LedgerIntegrityError(
+                    f"the witness {anchor.path} exists but ledger {self.path} was never "
+                    f"anchored to it: it belongs to another (perhaps deleted) ledger; refusing")
+            # a header alone: a crash while anchoring, before the ledger recorded it
+            ledger_id = state.ledger_id
+        else:
+            ledger_id = secrets.token_hex(16)
+            anchor.create(ledger_id)
         record = json.dumps({"ledger_id": ledger_id, "witness": anchor.path,
                              "key": anchor.key_source, "key_id": anchor.key_id})
         with self._write() as conn:
