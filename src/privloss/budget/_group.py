@@ -106,6 +106,9 @@ class GroupCommit:
     @staticmethod
     def _commit(ledger, batch: list[_Work]) -> None:
         floors = {id(work.ledger): dict(work.ledger._floor) for work in batch}
+        if len(batch) == 1:
+            GroupCommit._commit_one(ledger, batch[0], floors)
+            return
         try:
             with ledger._write() as conn:
                 with ledger._file.transaction(conn, write=True):
@@ -136,6 +139,37 @@ class GroupCommit:
             return
         for work in batch:
             work.done.set()
+
+    @staticmethod
+    def _commit_one(ledger, work: _Work, floors: dict) -> None:
+        """A batch of one: no savepoint; its exception rolls the transaction back."""
+        try:
+            with ledger._write() as conn:
+                with ledger._file.transaction(conn, write=True):
+                    try:
+                        work.result = work.body(conn)
+                    except Exception as error:
+                        work.error = _translated(ledger, error)
+                        raise _PieceFailed from None
+        except _PieceFailed:
+            pass        # rolled back; its caches saw no uncommitted row of another piece
+        except BaseException as error:
+            if work.error is None:
+                work.result, work.error = None, error
+            owner = work.ledger
+            with owner._lock:
+                owner._verified.clear()
+                owner._parsed.clear()
+                owner._floor.clear()
+                owner._floor.update(floors[id(owner)])
+            if not isinstance(error, Exception):
+                work.done.set()
+                raise
+        work.done.set()
+
+
+class _PieceFailed(Exception):
+    """Internal: the single piece of a batch raised; roll its transaction back."""
 
 
 def _translated(ledger, error: Exception) -> Exception:

@@ -163,16 +163,16 @@ class ReleaseProtocol:
         try:
             self._witness(name, count, head)        # after the commit: never ahead of it
         except LedgerError:
-            self._finish(release_id, "failed", None)
+            self._finish(release_id, head, "failed", None)
             raise
 
         try:
             result_text = result_to_text(encode(compute()))
         except BaseException:
-            self._finish(release_id, "failed", None)
+            self._finish(release_id, head, "failed", None)
             raise
         self._stage("computed")
-        self._finish(release_id, "done", result_text)
+        self._finish(release_id, head, "done", result_text)
         self._stage("committed")
         return Receipt(decode(result_from_text(result_text)), False, release_id, spent.epsilon,
                        spent.bound, time, None if plan_item is None else plan_item + 1)
@@ -206,15 +206,16 @@ class ReleaseProtocol:
                 return owner
         return None
 
-    def _finish(self, release_id: int, status: str, result_text: str | None) -> None:
+    def _finish(self, release_id: int, chain: str, status: str,
+                result_text: str | None) -> None:
+        """Store the outcome of a pending release (``chain``: its chain value,
+        as charged); a release no longer pending is left as it is."""
+        seal = release_seal(chain, status, result_text)
+
         def finish(conn):
-            chain = conn.execute("SELECT chain FROM releases WHERE id = ? AND "
-                                 "status = 'pending'", (release_id,)).fetchone()
-            if chain is not None:
-                conn.execute("UPDATE releases SET status = ?, result = ?, seal = ? "
-                             "WHERE id = ?", (status, result_text,
-                                              release_seal(chain[0], status, result_text),
-                                              release_id))
+            conn.execute("UPDATE releases SET status = ?, result = ?, seal = ? "
+                         "WHERE id = ? AND status = 'pending' AND chain = ?",
+                         (status, result_text, seal, release_id, chain))
             self._stage("finishing")
 
         group_for(self._file.path).run(self, finish)
