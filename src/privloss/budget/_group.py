@@ -188,6 +188,17 @@ def _is_driver_error(error: Exception) -> bool:
     return module.startswith("psycopg")
 
 
+def _forget_after_fork() -> None:
+    """In a forked child: the parent's queues and their locks (perhaps held by a
+    parent thread at the fork) are not the child's."""
+    global _GROUPS_LOCK
+    _GROUPS_LOCK = threading.Lock()
+    _GROUPS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 def group_for(path: str) -> GroupCommit:
     """The group of this process for the ledger at ``path`` (a forked child
     gets its own: its parent's threads are not its own)."""
