@@ -361,3 +361,49 @@ def test_a_crash_while_anchoring_is_recovered(tmp_path):
     ledger.create_dataset("d", epsilon=1.0)
     ledger.release("d", "q", lambda: 1, [PureDP(0.1)])
     assert Ledger(str(tmp_path / "l.sqlite"), create=False).verify()["anchored"]
+
+
+def test_the_cli_anchors_new_ledgers_by_default(tmp_path, capsys):
+    path = str(tmp_path / "budget.sqlite")
+    assert main(["ledger", "create", "--ledger", path, "--dataset", "d",
+                 "--budget-epsilon", "1", "--budget-delta", "1e-6"]) == 0
+    assert os.stat(path + ".key").st_mode & 0o777 == 0o600
+    assert os.path.exists(path + ".witness")
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--ledger", path]) == 0
+    captured = capsys.readouterr()
+    assert "matches its witness" in captured.out and "(authenticated)" in captured.out
+    assert captured.err == ""
+    plain = str(tmp_path / "plain.sqlite")
+    assert main(["ledger", "create", "--ledger", plain, "--dataset", "d",
+                 "--budget-epsilon", "1", "--budget-delta", "1e-6", "--no-witness"]) == 0
+    capsys.readouterr()
+    assert main(["ledger", "verify", "--ledger", plain]) == 0
+    assert "cannot be detected" in capsys.readouterr().err
+
+
+def test_the_key_comes_from_a_private_file_or_the_environment(tmp_path, monkeypatch):
+    from privloss.budget import load_key
+    loose = tmp_path / "loose.key"
+    loose.write_text("k" * 64)
+    loose.chmod(0o640)
+    with pytest.raises(LedgerError, match="chmod 600"):
+        load_key(loose)
+    short = tmp_path / "short.key"
+    short.write_text("k" * 8)
+    short.chmod(0o600)
+    with pytest.raises(LedgerError, match="at least 32"):
+        load_key(short)
+    monkeypatch.setenv("PRIVLOSS_LEDGER_KEY", "e" * 64)
+    key, source = load_key(None)
+    assert key == b"e" * 64 and source == "environment"
+    # a ledger anchored with the environment's key needs it again, and only it
+    location = str(tmp_path / "env.sqlite")
+    Ledger(location, witness=str(tmp_path / "env.witness")).create_dataset("d", epsilon=1.0)
+    assert Ledger(location, create=False).verify()["keyed"]
+    monkeypatch.setenv("PRIVLOSS_LEDGER_KEY", "f" * 64)
+    with pytest.raises(LedgerIntegrityError, match="key id"):
+        Ledger(location, create=False)
+    monkeypatch.delenv("PRIVLOSS_LEDGER_KEY")
+    with pytest.raises(LedgerError, match="no key was given"):
+        Ledger(location, create=False)
