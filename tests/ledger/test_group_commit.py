@@ -86,9 +86,9 @@ def test_a_failed_commit_charges_nothing_and_leaves_no_stale_cache(tmp_path, mon
     original = LedgerFile.transaction
 
     @contextlib.contextmanager
-    def failing(conn, *, write):
+    def failing(self, conn, *, write):
         if not write:
-            with original(conn, write=write):
+            with original(self, conn, write=write):
                 yield
             return
         conn.execute("BEGIN IMMEDIATE")
@@ -98,7 +98,7 @@ def test_a_failed_commit_charges_nothing_and_leaves_no_stale_cache(tmp_path, mon
             conn.execute("ROLLBACK")
         raise LedgerError("simulated: the disk refused the COMMIT")
 
-    monkeypatch.setattr(LedgerFile, "transaction", staticmethod(failing))
+    monkeypatch.setattr(LedgerFile, "transaction", failing)
     computed = []
     with pytest.raises(LedgerError, match="simulated"):
         ledger.release("d", "second", lambda: computed.append(1), PureDP(0.1))
@@ -107,3 +107,23 @@ def test_a_failed_commit_charges_nothing_and_leaves_no_stale_cache(tmp_path, mon
     # the same ledger object goes on: its caches hold no row that was never committed
     ledger.release("d", "third", lambda: 3, PureDP(0.1))
     assert [row["query"] for row in ledger.history("d")] == ["first", "third"]
+
+
+def test_a_writer_waits_for_the_lock_at_most_its_timeout(tmp_path):
+    """Another process holding SQLite's write lock: the charge waits (retrying
+    every few milliseconds, not SQLite's growing sleeps) and then fails as busy,
+    charging nothing; once the lock is free it goes through."""
+    import sqlite3
+    path = str(tmp_path / "ledger.sqlite")
+    Ledger(path).create_dataset("d", epsilon=1.0)
+    ledger = Ledger(path, create=False, timeout=0.3)
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
+    with pytest.raises(LedgerError, match="busy"):
+        ledger.release("d", "q", lambda: 1, PureDP(0.1))
+    assert time.monotonic() - started >= 0.3
+    threading.Timer(0.1, holder.rollback).start()          # freed while the next one waits
+    assert ledger.release("d", "q", lambda: 1, PureDP(0.1)) == 1
+    holder.close()
+    assert Ledger(path, create=False).show("d")["releases"] == 1
