@@ -98,3 +98,16 @@ def test_a_server_does_not_recreate_a_deleted_dataset_or_ledger(running):
     with pytest.raises(LedgerIntegrityError, match="was deleted"):
         create_app(config)
     assert not os.path.exists(config.ledger)
+
+
+def test_privloss_serve_refuses_to_start_in_one_line(running, capsys):
+    from privloss.cli.main import main
+
+    client, tokens, config = running
+    assert _release(client, tokens, 1).status_code == 200
+    assert _release(client, tokens, 2).status_code == 200
+    _delete_newest(config.ledger, keep=1)
+    capsys.readouterr()
+    assert main(["serve", "--config", str(config.path), "--port", "0"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "behind by 1" in err[0] and "'views'" in err[0], err
