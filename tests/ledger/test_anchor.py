@@ -407,3 +407,25 @@ def test_the_key_comes_from_a_private_file_or_the_environment(tmp_path, monkeypa
     monkeypatch.delenv("PRIVLOSS_LEDGER_KEY")
     with pytest.raises(LedgerError, match="no key was given"):
         Ledger(location, create=False)
+
+
+def test_removing_the_anchor_record_does_not_unanchor_the_ledger(tmp_path, capsys):
+    """An edit that deletes the ledger's anchor record as well as its newest
+    releases: the witness beside the ledger (where the CLI puts it) is found."""
+    import sqlite3
+    path = str(tmp_path / "budget.sqlite")
+    assert main(["ledger", "create", "--ledger", path, "--dataset", "d",
+                 "--budget-epsilon", "1"]) == 0
+    ledger = Ledger(path, create=False)
+    for index in range(4):
+        ledger.release("d", index, lambda: index, [PureDP(0.1)])
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM releases WHERE id > 2")
+        conn.execute("UPDATE datasets SET recorded = 2, head = (SELECT chain FROM releases "
+                     "WHERE id = 2)")
+        conn.execute("DELETE FROM meta WHERE key = 'anchor'")
+    with pytest.raises(LedgerIntegrityError, match="no anchor record"):
+        Ledger(path, create=False)
+    capsys.readouterr()
+    assert main(["ledger", "show", "--ledger", path, "--dataset", "d"]) == 2
+    assert "no anchor record" in capsys.readouterr().err

@@ -78,9 +78,19 @@ class AnchoredLedger:
     _ledger_id: str | None = None
 
     # ---- opening ------------------------------------------------------------------
+    def _conventional(self, suffix: str) -> str | None:
+        """``LEDGER.witness`` / ``LEDGER.key`` of a file ledger if that file exists
+        (where the CLI puts them), so that a ledger whose anchor record was
+        removed is still checked against its witness."""
+        if hasattr(self._file, "_url"):          # PostgreSQL: no file to stand beside
+            return None
+        path = self.path + suffix
+        return path if os.path.lexists(path) else None
+
     def _refuse_recreation(self, witness) -> None:
         """Before a new (empty) ledger is created: a witness that exists belongs
         to a ledger that was deleted; recreating it would restore its budgets."""
+        witness = self._conventional(".witness") if witness is None else witness
         if witness is not None and _witnessed_anything(os.fspath(witness)):
             raise LedgerIntegrityError(
                 f"ledger {self.path} is missing or empty but its witness "
@@ -94,6 +104,10 @@ class AnchoredLedger:
         recorded = _read_anchor_meta(conn)
         if witness is None and recorded is not None:
             witness = recorded.get("witness")
+        if witness is None and recorded is None:
+            witness = self._conventional(".witness")
+            if witness is not None and key_file is None:
+                key_file = self._conventional(".key")
         if witness is None:
             if recorded is not None:
                 raise LedgerIntegrityError(f"ledger {self.path} is anchored but its anchor "
@@ -134,8 +148,9 @@ class AnchoredLedger:
             state = anchor.read()
             if state.newest:
                 raise LedgerIntegrityError(
-                    f"the witness {anchor.path} exists but ledger {self.path} was never "
-                    f"anchored to it: it belongs to another (perhaps deleted) ledger; refusing")
+                    f"the witness {anchor.path} records datasets but ledger {self.path} has "
+                    f"no anchor record: the record was removed, or the witness belongs to "
+                    f"another (perhaps deleted) ledger; refusing to use it")
             # a header alone: a crash while anchoring, before the ledger recorded it
             ledger_id = state.ledger_id
         else:
