@@ -1,7 +1,18 @@
-"""The ledger's admission path with a long history, fully adaptive.
+"""The ledger's admission path with a long history, fully adaptive; and the
+throughput of concurrent writers.
 
 Run:  python benchmarks/ledger.py [--history 10000] [--repeat 20]
-Results: docs/benchmarks.md ("Ledger admission").
+      python benchmarks/ledger.py --writers 16 --seconds 5 [--processes]
+                                  [--ledger postgresql://...]
+Results: docs/benchmarks.md ("Ledger admission", "Ledger throughput").
+
+``--writers N``: N threads (``--processes``: processes), each with its own
+``Ledger`` on one anchored ledger (a witness and a key, as the service opens
+it), release distinct queries of PureDP(1e-6) on one dataset with a trivial
+computation for ``--seconds``; prints releases per second (wall) and the
+median, p99 and maximum latency of one ``release`` call (the charge, the
+computation and storing the answer). A fresh SQLite file in a temporary
+folder unless ``--ledger`` names a PostgreSQL database.
 
 Builds a ledger file whose dataset has ``--history`` recorded releases (a
 top-10 each: 10 BR + 10 Laplace events; rows written directly with the
@@ -72,11 +83,66 @@ def median_times(function, repeat: int) -> tuple[float, float]:
     return statistics.median(cpu), statistics.median(wall)
 
 
+def _writer(location: str, witness: str, key: str, seconds: float, number: int,
+            start: float) -> list:
+    """One writer: releases until ``start + seconds``; the latency of each."""
+    from privloss.budget import Ledger
+    from privloss.events import PureDP
+
+    ledger = Ledger(location, create=False, witness=witness, key_file=key)
+    latencies = []
+    while time.time() < start:
+        time.sleep(0.001)
+    step = 0
+    while time.time() < start + seconds:
+        began = time.perf_counter()
+        ledger.release("d", {"writer": number, "step": step}, lambda: step, [PureDP(1e-6)])
+        latencies.append(time.perf_counter() - began)
+        step += 1
+    return latencies
+
+
+def throughput(args) -> int:
+    import concurrent.futures
+    from privloss.budget import Ledger, create_key_file
+
+    with tempfile.TemporaryDirectory() as directory:
+        location = args.ledger or os.path.join(directory, "bench.sqlite")
+        witness = os.path.join(directory, "bench.witness")
+        key = create_key_file(os.path.join(directory, "bench.key"))
+        Ledger(location, witness=witness, key_file=key).create_dataset("d", epsilon=1e6)
+        start = time.time() + 1.0 + 0.1 * args.writers
+        pool_type = (concurrent.futures.ProcessPoolExecutor if args.processes
+                     else concurrent.futures.ThreadPoolExecutor)
+        with pool_type(args.writers) as pool:
+            futures = [pool.submit(_writer, location, witness, key, args.seconds, number, start)
+                       for number in range(args.writers)]
+            latencies = sorted(value for future in futures for value in future.result())
+        releases = Ledger(location, create=False).show("d")["releases"]
+    count = len(latencies)
+    kind = "processes" if args.processes else "threads"
+    backend = "PostgreSQL" if args.ledger else "SQLite"
+    print(f"{backend}, {args.writers} writer {kind}, {args.seconds:g} s: {count} releases "
+          f"({releases} recorded), {count / args.seconds:.1f} releases/s; latency median "
+          f"{statistics.median(latencies) * 1e3:.1f} ms, p99 "
+          f"{latencies[min(count - 1, int(0.99 * count))] * 1e3:.1f} ms, max "
+          f"{latencies[-1] * 1e3:.1f} ms; load average {os.getloadavg()[0]:.1f}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--history", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--writers", type=int, default=0,
+                        help="measure throughput with this many concurrent writers")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--processes", action="store_true",
+                        help="writers are processes (default: threads)")
+    parser.add_argument("--ledger", default=None, help="a PostgreSQL URL (default: SQLite)")
     args = parser.parse_args(argv)
+    if args.writers:
+        return throughput(args)
     from privloss.budget import Ledger
 
     with tempfile.TemporaryDirectory() as directory:

@@ -51,6 +51,11 @@ under SQLite's single write lock. A crash at any moment leaves the charge
 recorded or not recorded, never a returned answer unrecorded (WAL journal,
 ``synchronous=FULL``). The file is used under one name only
 (:mod:`._store`: single hard link, recorded device and inode, regular file).
+Anchored to a witness (:mod:`._anchor`), a ledger whose newest releases, a
+dataset or the whole file were deleted, or an older copy restored, is refused
+on open and by every charge (:mod:`._audit`). The charges of a process's
+threads may share one transaction and one COMMIT (:mod:`._group`), each
+re-checked in order under the same lock.
 
 Citation
 --------
@@ -68,7 +73,9 @@ an fsync each. ``compute`` runs outside any lock.
 
 Public API: :class:`Ledger` (``create_dataset``, ``datasets``, ``show``,
 ``history``, ``events``, ``lookup``, ``release``, ``release_with_receipt``),
-:class:`Receipt`, :class:`PlanItem`, :func:`check_dataset_name`, the errors.
+:class:`Receipt`, :class:`PlanItem`, :func:`check_dataset_name`, the errors;
+anchoring (:mod:`._anchor`): ``Ledger(path, witness=..., key_file=...)``,
+``Ledger.verify``, :func:`create_key_file`, :func:`load_key`.
 """
 
 from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, LedgerPlanError,
@@ -76,10 +83,12 @@ from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, Ledger
 from ._ledger import (DEFAULT_TIMEOUT, LEDGER_INTERACTIONS, MAX_NAME_LENGTH, Ledger, Receipt,
                       check_dataset_name)
 from ._integrity import LedgerIntegrityError
+from ._anchor import KEY_ENVIRONMENT, create_key_file, default_anchor, load_key
 from ._plan import MAX_PLAN_ITEMS, PlanItem
 from ._store import APPLICATION_ID, SCHEMA_VERSION
 
 __all__ = ["Ledger", "Receipt", "PlanItem", "LedgerError", "LedgerBudgetError",
            "LedgerPlanError", "LedgerIntegrityError", "UnknownDatasetError", "DatasetExistsError", "check_dataset_name",
            "LEDGER_INTERACTIONS", "DEFAULT_TIMEOUT", "MAX_NAME_LENGTH", "MAX_PLAN_ITEMS",
-           "APPLICATION_ID", "SCHEMA_VERSION"]
+           "APPLICATION_ID", "SCHEMA_VERSION", "KEY_ENVIRONMENT", "create_key_file", "default_anchor",
+           "load_key"]

@@ -20,10 +20,13 @@ the new part of a history inside every charging transaction.
 
 Privacy guarantee
 -----------------
-Detects accidental damage and edits made without recomputing the chain. An
-adversary who can write the file *and* recompute SHA-256 can rewrite a whole
-history consistently; against that, keep the file where analysts cannot write
-it (the service, docs/service.md), as the chain cannot without a secret.
+Detects accidental damage and edits made without recomputing the chain. It
+cannot see records that are *missing* (a deleted suffix, dataset or file, an
+older copy) nor a history rewritten by someone who recomputes SHA-256: the
+anchor (:mod:`._anchor`: a witness outside the ledger, authenticated with a
+key) detects those. ``verify(..., unindexed=True)`` reads every column from
+the tables themselves (``ledger verify``), so an intact index cannot hide a
+damaged table.
 
 Citation
 --------
@@ -93,14 +96,17 @@ _RELEASE_COLUMNS = ("id, dataset, query_key, events, guarantee, plan_item, owner
 
 
 def verify(conn, path: str, name: str, state: Verified | None = None, *,
-           present: int | None = None) -> Verified:
+           present: int | None = None, unindexed: bool = False) -> Verified:
     """Verify dataset ``name`` (from ``state``'s verified prefix, or from the
     start); return the new state or raise :class:`LedgerIntegrityError`.
     ``present``: the dataset's row count, if the caller counted it in the same
-    snapshot (saves a query)."""
-    row = conn.execute("SELECT name, budget_epsilon, budget_delta, interaction, policy, plan, "
-                       "note, created, digest, head, recorded FROM datasets WHERE name = ?",
-                       (name,)).fetchone()
+    snapshot (saves a query). ``unindexed``: read every column from the tables
+    themselves (SQLite ``NOT INDEXED``), never from an index holding a copy of
+    it, so damage to a table is not hidden by an intact index (``ledger verify``)."""
+    hint = " NOT INDEXED" if unindexed else ""
+    row = conn.execute(f"SELECT name, budget_epsilon, budget_delta, interaction, policy, plan, "
+                       f"note, created, digest, head, recorded FROM datasets{hint} "
+                       f"WHERE name = ?", (name,)).fetchone()
     if row is None:
         raise LedgerIntegrityError(f"ledger {path}: dataset {name!r} vanished")
     *fields, digest, head, recorded = row
@@ -117,8 +123,9 @@ def verify(conn, path: str, name: str, state: Verified | None = None, *,
     prefix_end = state.last_id if state.count else None
     previous, count, last_id = state.chain, state.count, state.last_id
     events, guarantees, plan_items, analysts = [], [], [], []
-    for record in conn.execute(f"SELECT {_RELEASE_COLUMNS} FROM releases WHERE dataset = ? "
-                               f"AND id >= ? ORDER BY id", (name, state.last_id)):
+    for record in conn.execute(f"SELECT {_RELEASE_COLUMNS} FROM releases{hint} "
+                               f"WHERE dataset = ? AND id >= ? ORDER BY id",
+                               (name, state.last_id)):
         release_id, *charged, status, result, chain, seal = record
         if prefix_end is not None:
             if release_id != prefix_end or chain != state.chain:
@@ -146,7 +153,7 @@ def verify(conn, path: str, name: str, state: Verified | None = None, *,
             f"ledger {path} is damaged or was edited: release #{state.last_id} of dataset "
             f"{name!r} changed or vanished after it was verified; refusing to use it")
     if present is None:
-        present = conn.execute("SELECT count(*) FROM releases WHERE dataset = ?",
+        present = conn.execute(f"SELECT count(*) FROM releases{hint} WHERE dataset = ?",
                                (name,)).fetchone()[0]
     if previous != head or count != recorded or present != recorded:
         raise LedgerIntegrityError(

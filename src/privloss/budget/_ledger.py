@@ -19,6 +19,7 @@ from ._common import (DEFAULT_TIMEOUT, LEDGER_INTERACTIONS, MAX_NAME_LENGTH, Rec
                       _check_analyst, _check_events, _check_interaction, _guarantee_text,
                       _identity, _now, check_dataset_name)
 from ._accounting import Dataset, Spending, spending_of
+from ._audit import AnchoredLedger
 from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, LedgerPlanError,
                       UnknownDatasetError)
 from ._integrity import Verified, check_seal, dataset_digest, verify
@@ -34,7 +35,7 @@ __all__ = ["Ledger", "Receipt", "check_dataset_name", "LEDGER_INTERACTIONS", "DE
 _VERDICTS = 256
 
 
-class Ledger(ReleaseProtocol):
+class Ledger(ReleaseProtocol, AnchoredLedger):
     """Durable budget store over one SQLite file (see the package docstring).
 
     ``Ledger(path)`` creates and initialises the file if it does not exist
@@ -42,9 +43,17 @@ class Ledger(ReleaseProtocol):
     and upgrades a schema-1 file in place. Raises :class:`LedgerError` if the
     path is not a single-link regular file, is not a privloss ledger, or is not
     the file the ledger was created as.
+
+    ``witness`` (a file path) anchors the ledger (:mod:`._anchor`): it is
+    checked against the witness on open and every charge is recorded in it;
+    ``key_file`` (mode 0600), else ``$PRIVLOSS_LEDGER_KEY``, authenticates the
+    witness. Both are remembered in the ledger (the key's location only), so a
+    later ``Ledger(path)`` uses them too. Without a witness, deleted newest
+    releases or a restored older copy cannot be detected (:meth:`verify` says so).
     """
 
-    def __init__(self, path, *, create: bool = True, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(self, path, *, create: bool = True, timeout: float = DEFAULT_TIMEOUT,
+                 witness=None, key_file=None):
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"path must be a file path, got {path!r}")
         text = os.fspath(path)
@@ -64,22 +73,26 @@ class Ledger(ReleaseProtocol):
         self._snapshot_state = threading.local()
         # fresh dry-run verdicts and the (head, release count) they hold for
         self._verdicts: collections.OrderedDict = collections.OrderedDict()
-        self._initialise(bool(create))
+        self._floor: dict[str, int] = {}
+        self._initialise(bool(create), witness, key_file)
 
     @property
     def path(self) -> str:
         return self._file.path
 
     # ---- opening -----------------------------------------------------------------
-    def _initialise(self, create: bool) -> None:
+    def _initialise(self, create: bool, witness, key_file) -> None:
         status = self._file.check_path()
         if status is None and not create:
             raise LedgerError(f"no ledger file at {self.path}")
+        if status is None:
+            self._refuse_recreation(witness)
         writable = status is None or self._file.writable()
         with self._file.connect(create=True, read_only=not writable) as conn:
             with self._file.transaction(conn, write=False):
                 state = self._file.schema_state(conn)
             if state == "empty":
+                self._refuse_recreation(witness)
                 self._file.create_schema(conn)
             elif state == "version-1":
                 if not writable:
@@ -92,6 +105,8 @@ class Ledger(ReleaseProtocol):
             with self._file.transaction(conn, write=False):
                 for (name,) in conn.execute("SELECT name FROM datasets").fetchall():
                     self._verify(conn, name)
+                self._open_anchor(conn, witness, key_file)
+        self._finish_anchor()
 
     def _verify(self, conn, name: str) -> Verified:
         """Verify the hash chain of a dataset's history (the part not yet
@@ -120,6 +135,8 @@ class Ledger(ReleaseProtocol):
                     return verify(conn, self.path, name, None, present=present)
             state = verify(conn, self.path, name, cached, present=present)
             self._verified[name] = state
+            # any count seen committed bounds every later one (the charging check)
+            self._floor[name] = max(self._floor.get(name, 0), state.count)
             return state
 
     @contextlib.contextmanager
@@ -279,6 +296,7 @@ class Ledger(ReleaseProtocol):
                 if exists:
                     raise DatasetExistsError(f"dataset {name!r} already exists in ledger "
                                              f"{self.path}; budgets are never reset")
+                self._check_not_witnessed(name)
                 created = _now()
                 digest = dataset_digest(name, epsilon, delta, interaction, policy_text,
                                         plan_text, None, created)
@@ -287,6 +305,7 @@ class Ledger(ReleaseProtocol):
                              "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, 0)",
                              (name, epsilon, delta, interaction, policy_text, plan_text, created,
                               digest, digest))
+        self._witness(name, 0, digest)
         return self.show(name)
 
     def datasets(self) -> list[str]:

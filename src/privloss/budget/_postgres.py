@@ -19,7 +19,10 @@ overspend, nothing unrecorded leaves, every charge is recorded before its
 computation starts, and the hash chain (:mod:`._integrity`) is verified on open
 and inside every charging transaction. The file checks of :mod:`._store`
 (hard links, inode) have no meaning here; the database's own access control
-decides who can write the tables.
+decides who can write the tables, and triggers (:data:`APPEND_ONLY_SQL`,
+installed with the schema) refuse every UPDATE but finishing a pending
+release or advancing a dataset by one, and every DELETE and TRUNCATE, whoever
+asks; :func:`service_role_sql` grants a service role no more than that.
 
 Citation
 --------
@@ -41,7 +44,8 @@ from ._errors import LedgerError
 from ._idle import IdleConnections
 from ._store import SCHEMA, SCHEMA_VERSION, explicit_transaction
 
-__all__ = ["PostgresStore", "is_postgres_url", "POSTGRES_SCHEMA"]
+__all__ = ["PostgresStore", "is_postgres_url", "POSTGRES_SCHEMA", "APPEND_ONLY_SQL",
+           "service_role_sql"]
 
 #: the PostgreSQL schema holding the ledger's tables
 POSTGRES_SCHEMA = "privloss"
@@ -64,6 +68,93 @@ def _postgres_schema() -> tuple[str, ...]:
     return tuple(statements)
 
 
+#: triggers that keep the ledger append-only, whoever writes (installed with the
+#: schema; run again by :func:`service_role_sql` for a ledger created before them):
+#: a release may only be *finished* (pending -> done or failed, once); a dataset's
+#: head and count may only advance by one release; nothing is deleted or truncated
+APPEND_ONLY_SQL = (
+    """CREATE OR REPLACE FUNCTION privloss.refuse_release_change() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP <> 'UPDATE' THEN
+            RAISE EXCEPTION 'privloss ledger: releases are append-only (% refused)', TG_OP;
+        END IF;
+        IF OLD.status <> 'pending' OR NEW.status NOT IN ('done', 'failed')
+           OR (NEW.id, NEW.dataset, NEW.query_key, NEW.events, NEW.guarantee, NEW.plan_item,
+               NEW.owner, NEW.analyst, NEW.spent_epsilon, NEW.bound, NEW.time, NEW.chain)
+              IS DISTINCT FROM
+              (OLD.id, OLD.dataset, OLD.query_key, OLD.events, OLD.guarantee, OLD.plan_item,
+               OLD.owner, OLD.analyst, OLD.spent_epsilon, OLD.bound, OLD.time, OLD.chain) THEN
+            RAISE EXCEPTION 'privloss ledger: release % cannot be changed (only a pending '
+                            'release is finished, once)', OLD.id;
+        END IF;
+        RETURN NEW;
+    END $$""",
+    """CREATE OR REPLACE FUNCTION privloss.refuse_dataset_change() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP <> 'UPDATE' THEN
+            RAISE EXCEPTION 'privloss ledger: budgets are never deleted (% refused)', TG_OP;
+        END IF;
+        IF NEW.recorded <> OLD.recorded + 1
+           OR (NEW.name, NEW.budget_epsilon, NEW.budget_delta, NEW.interaction, NEW.policy,
+               NEW.plan, NEW.note, NEW.created, NEW.digest)
+              IS DISTINCT FROM
+              (OLD.name, OLD.budget_epsilon, OLD.budget_delta, OLD.interaction, OLD.policy,
+               OLD.plan, OLD.note, OLD.created, OLD.digest) THEN
+            RAISE EXCEPTION 'privloss ledger: dataset % may only advance by one release', OLD.name;
+        END IF;
+        RETURN NEW;
+    END $$""",
+    """CREATE OR REPLACE FUNCTION privloss.refuse_meta_change() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        RAISE EXCEPTION 'privloss ledger: its meta records are never changed (% refused)', TG_OP;
+    END $$""",
+    "DROP TRIGGER IF EXISTS releases_append_only ON privloss.releases",
+    "CREATE TRIGGER releases_append_only BEFORE UPDATE OR DELETE ON privloss.releases "
+    "FOR EACH ROW EXECUTE FUNCTION privloss.refuse_release_change()",
+    "DROP TRIGGER IF EXISTS releases_no_truncate ON privloss.releases",
+    "CREATE TRIGGER releases_no_truncate BEFORE TRUNCATE ON privloss.releases "
+    "FOR EACH STATEMENT EXECUTE FUNCTION privloss.refuse_release_change()",
+    "DROP TRIGGER IF EXISTS datasets_append_only ON privloss.datasets",
+    "CREATE TRIGGER datasets_append_only BEFORE UPDATE OR DELETE ON privloss.datasets "
+    "FOR EACH ROW EXECUTE FUNCTION privloss.refuse_dataset_change()",
+    "DROP TRIGGER IF EXISTS datasets_no_truncate ON privloss.datasets",
+    "CREATE TRIGGER datasets_no_truncate BEFORE TRUNCATE ON privloss.datasets "
+    "FOR EACH STATEMENT EXECUTE FUNCTION privloss.refuse_dataset_change()",
+    "DROP TRIGGER IF EXISTS meta_append_only ON privloss.meta",
+    "CREATE TRIGGER meta_append_only BEFORE UPDATE OR DELETE ON privloss.meta "
+    "FOR EACH ROW EXECUTE FUNCTION privloss.refuse_meta_change()",
+    "DROP TRIGGER IF EXISTS meta_no_truncate ON privloss.meta",
+    "CREATE TRIGGER meta_no_truncate BEFORE TRUNCATE ON privloss.meta "
+    "FOR EACH STATEMENT EXECUTE FUNCTION privloss.refuse_meta_change()",
+)
+
+
+def service_role_sql(role: str) -> str:
+    """The SQL a database owner runs once so that ``role`` (the service's login)
+    may use the ledger but never edit or delete what it recorded: SELECT and
+    INSERT on every table, UPDATE of a release's status, result and seal only
+    (finishing it) and of a dataset's head and count only (charging), no
+    DELETE or TRUNCATE, plus the append-only triggers (which also bind the owner)."""
+    if not isinstance(role, str) or not role or len(role) > 63 or \
+            not all(char.isalnum() or char == "_" for char in role) or role[0].isdigit():
+        raise ValueError(f"role must be a PostgreSQL role name (letters, digits, _; at most "
+                         f"63 characters, not starting with a digit), got {role!r}")
+    quoted = f'"{role}"'
+    grants = (
+        f"REVOKE ALL ON ALL TABLES IN SCHEMA privloss FROM {quoted}",
+        f"GRANT USAGE ON SCHEMA privloss TO {quoted}",
+        f"GRANT SELECT, INSERT ON privloss.meta, privloss.datasets, privloss.releases "
+        f"TO {quoted}",
+        f"GRANT UPDATE (head, recorded) ON privloss.datasets TO {quoted}",
+        f"GRANT UPDATE (status, result, seal) ON privloss.releases TO {quoted}",
+        f"GRANT USAGE ON SEQUENCE privloss.releases_id_seq TO {quoted}",
+    )
+    return ";\n".join((*APPEND_ONLY_SQL, *grants)) + ";\n"
+
+
 def _redacted(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
     if parts.password is None:
@@ -80,6 +171,10 @@ class _Connection:
 
     def execute(self, sql: str, parameters=()):
         return self._connection.execute(sql.replace("?", "%s"), tuple(parameters))
+
+    def execute_literal(self, sql: str):
+        """Run SQL text as it is (no placeholders: PL/pgSQL bodies use % and ?)."""
+        return self._connection.execute(sql)
 
     @property
     def in_transaction(self) -> bool:
@@ -215,6 +310,8 @@ class PostgresStore:
                 return
             for statement in _postgres_schema():
                 conn.execute(statement)
+            for statement in APPEND_ONLY_SQL:
+                conn.execute_literal(statement)
             conn.execute("INSERT INTO meta (key, value) VALUES ('application', ?), "
                           "('schema_version', ?)", (_APPLICATION, str(SCHEMA_VERSION)))
 

@@ -19,26 +19,38 @@ from ._accounting import Dataset, Spending
 from ._common import (Receipt, _check_analyst, _check_events, _guarantee_text, _identity, _now,
                       check_dataset_name)
 from ._errors import LedgerBudgetError, LedgerError
+from ._group import group_for
 from ._integrity import release_chain, release_seal
 
 __all__ = ["ReleaseProtocol"]
 
 
+_HOST: list = []        # [(pid, host name)]: asked once per process
+
+
+def _host() -> str:
+    pid = os.getpid()
+    if not _HOST or _HOST[0][0] != pid:
+        _HOST[:] = [(pid, socket.gethostname())]
+    return _HOST[0][1]
+
+
 def _owner() -> str:
     """Who computes a pending release: host, process and thread."""
-    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}"
+    return f"{_host()}:{os.getpid()}:{threading.get_ident()}"
 
 
-def _abandoned(owner: str | None) -> bool:
-    """A pending release whose owner is this thread (a nested identical query)
-    or a process of this host that no longer exists: not worth waiting for."""
+def _abandoned(owner: str | None, me: str) -> bool:
+    """A pending release whose owner is the asking thread ``me`` (a nested
+    identical query) or a process of this host that no longer exists: not
+    worth waiting for."""
     if owner is None:
         return True
-    if owner == _owner():
+    if owner == me:
         return True
     host, _, rest = owner.partition(":")
     pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit():
+    if host != _host() or not pid.isdigit():
         return False
     try:
         os.kill(int(pid), 0)
@@ -107,54 +119,72 @@ class ReleaseProtocol:
         guarantee = _guarantee_text(events) if dataset.interaction == "fully-adaptive" else \
             json.dumps({})
 
+        owner = _owner()
+        group = group_for(self._file.path)
+
+        def charge(conn):
+            """Check and charge under the write lock (run by the group's leader, in
+            queue order, possibly after other threads' charges in this transaction)."""
+            self._stage("begun")
+            dataset = self._dataset(conn, name)
+            self._check_not_behind(name, self._verify(conn, name).count)
+            stored = self._stored(conn, name, key)
+            if stored:            # an identical query was answered meanwhile
+                return "stored", stored
+            pending = self._pending_owner(conn, name, key, owner)
+            if pending is not None:
+                return "pending", pending
+            plan_item = self._match_plan(conn, dataset, query_key, events_text)
+            spent = self._charge_or_refuse(conn, dataset, events, guarantee)
+            if cap is not None:
+                self._refuse_over_cap(conn, dataset, analyst, cap, events, guarantee)
+            self._stage("checked")
+            time = _now()
+            release_id, count, head = self._insert_pending(
+                conn, name, key, events_text, guarantee, plan_item, spent, time, analyst,
+                owner)
+            return "charged", (release_id, count, head, plan_item, spent, time)
+
         deadline = _time.monotonic() + self._file.timeout
         while True:
-            with self._write() as conn:
-                with self._file.transaction(conn, write=True):
-                    self._stage("begun")
-                    dataset = self._dataset(conn, name)
-                    self._verify(conn, name)
-                    stored = self._stored(conn, name, key)
-                    if stored:            # an identical query was answered meanwhile
-                        return self._receipt(stored, cached=True, decode=decode)
-                    pending = self._pending_owner(conn, name, key)
-                    if pending is None:
-                        plan_item = self._match_plan(conn, dataset, query_key, events_text)
-                        spent = self._charge_or_refuse(conn, dataset, events, guarantee)
-                        if cap is not None:
-                            self._refuse_over_cap(conn, dataset, analyst, cap, events, guarantee)
-                        self._stage("checked")
-                        time = _now()
-                        release_id = self._insert_pending(
-                            conn, name, key, events_text, guarantee, plan_item, spent, time,
-                            analyst)
-                        break
+            outcome, value = group.run(self, charge)
+            if outcome == "stored":
+                return self._receipt(value, cached=True, decode=decode)
+            if outcome == "charged":
+                release_id, count, head, plan_item, spent, time = value
+                break
             # an identical query is being computed: its answer will be free
             if _time.monotonic() > deadline:
                 raise LedgerError(f"an identical query on dataset {name!r} has been computing "
-                                  f"for more than {self._file.timeout:g} s ({pending}); try "
+                                  f"for more than {self._file.timeout:g} s ({value}); try "
                                   f"again later (nothing was recorded)")
             _time.sleep(0.02)
         self._stage("charged")
+        try:
+            self._witness(name, count, head)        # after the commit: never ahead of it
+        except LedgerError:
+            self._finish(release_id, head, "failed", None)
+            raise
 
         try:
             result_text = result_to_text(encode(compute()))
         except BaseException:
-            self._finish(release_id, "failed", None)
+            self._finish(release_id, head, "failed", None)
             raise
         self._stage("computed")
-        self._finish(release_id, "done", result_text)
+        self._finish(release_id, head, "done", result_text)
         self._stage("committed")
         return Receipt(decode(result_from_text(result_text)), False, release_id, spent.epsilon,
                        spent.bound, time, None if plan_item is None else plan_item + 1)
 
     def _insert_pending(self, conn, name: str, key: str, events_text: str, guarantee: str,
-                        plan_item, spent: Spending, time: str, analyst: str | None) -> int:
+                        plan_item, spent: Spending, time: str, analyst: str | None,
+                        owner: str) -> tuple[int, int, str]:
         """Record a charged release, chained to the dataset's head (inside the
-        charging transaction)."""
+        charging transaction); its id, the dataset's new release count and head."""
         release_id = self._file.next_release_id(conn)
-        head = conn.execute("SELECT head FROM datasets WHERE name = ?", (name,)).fetchone()[0]
-        owner = _owner()
+        head, recorded = conn.execute("SELECT head, recorded FROM datasets WHERE name = ?",
+                                      (name,)).fetchone()
         chain = release_chain(head, release_id, name, key, events_text, guarantee, plan_item,
                               owner, analyst, spent.epsilon, spent.bound, time)
         conn.execute("INSERT INTO releases (id, dataset, query_key, events, guarantee, plan_item, "
@@ -164,28 +194,31 @@ class ReleaseProtocol:
                       spent.epsilon, spent.bound, time, chain))
         conn.execute("UPDATE datasets SET head = ?, recorded = recorded + 1 WHERE name = ?",
                      (chain, name))
-        return release_id
+        return release_id, recorded + 1, chain
 
     @staticmethod
-    def _pending_owner(conn, name: str, key: str) -> str | None:
-        """Owner of a live pending identical release (None: none to wait for)."""
+    def _pending_owner(conn, name: str, key: str, me: str) -> str | None:
+        """Owner of a live pending identical release (None: none to wait for);
+        ``me``: the asking thread's owner string."""
         for (owner,) in conn.execute("SELECT owner FROM releases WHERE dataset = ? AND "
                                      "query_key = ? AND status = 'pending'", (name, key)):
-            if not _abandoned(owner):
+            if not _abandoned(owner, me):
                 return owner
         return None
 
-    def _finish(self, release_id: int, status: str, result_text: str | None) -> None:
-        with self._write() as conn:
-            with self._file.transaction(conn, write=True):
-                chain = conn.execute("SELECT chain FROM releases WHERE id = ? AND "
-                                     "status = 'pending'", (release_id,)).fetchone()
-                if chain is not None:
-                    conn.execute("UPDATE releases SET status = ?, result = ?, seal = ? "
-                                 "WHERE id = ?", (status, result_text,
-                                                  release_seal(chain[0], status, result_text),
-                                                  release_id))
-                self._stage("finishing")
+    def _finish(self, release_id: int, chain: str, status: str,
+                result_text: str | None) -> None:
+        """Store the outcome of a pending release (``chain``: its chain value,
+        as charged); a release no longer pending is left as it is."""
+        seal = release_seal(chain, status, result_text)
+
+        def finish(conn):
+            conn.execute("UPDATE releases SET status = ?, result = ?, seal = ? "
+                         "WHERE id = ? AND status = 'pending' AND chain = ?",
+                         (status, result_text, seal, release_id, chain))
+            self._stage("finishing")
+
+        group_for(self._file.path).run(self, finish)
 
     def _match_plan(self, conn, dataset: Dataset, query_key, events_text: str) -> int | None:
         if dataset.interaction == "fully-adaptive":

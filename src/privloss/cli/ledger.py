@@ -4,9 +4,16 @@ privacy-budget ledger (:mod:`privloss.budget`).
     privloss ledger create  --ledger PATH --dataset NAME --epsilon E [--delta D]
                             [--interaction fully-adaptive | adaptive --plan FILE
                              | setwise --plan FILE]
+                            [--witness PATH] [--key-file PATH] [--no-witness]
     privloss ledger show    --ledger PATH --dataset NAME [--json]
     privloss ledger history --ledger PATH --dataset NAME [--json]
-    privloss ledger verify  --ledger PATH [--json]
+    privloss ledger verify  --ledger PATH [--witness PATH] [--key-file PATH] [--json]
+    privloss ledger postgres-grants --role NAME
+
+A new ledger file is anchored by default: its witness ``PATH.witness`` and
+key ``PATH.key`` (mode 0600, created; ``$PRIVLOSS_LEDGER_KEY`` instead when
+set) are recorded in it and used by every later command (docs/ledger.md,
+"Anchoring").
 
 Bad input: one line on stderr, exit status 2. For the commands that release
 through a ledger (``privloss histogram`` / ``topk``), :func:`add_ledger_flags`,
@@ -133,6 +140,15 @@ def register(subparsers) -> None:
                              "and setwise); e.g. [[release]] command=\"topk\" "
                              "algorithm=\"unknown-gumbel\" k=10 epsilon=0.1 delta=1e-7 l0=5 "
                              "d_bar=50")
+    create.add_argument("--witness", metavar="PATH", default=None,
+                        help="append-only witness of the ledger's heads (default for a file "
+                             "ledger: LEDGER.witness; required to anchor a PostgreSQL ledger)")
+    create.add_argument("--key-file", metavar="PATH", default=None,
+                        help="key authenticating the witness, mode 0600 (default: "
+                             "$PRIVLOSS_LEDGER_KEY if set, else LEDGER.key, created if missing)")
+    create.add_argument("--no-witness", action="store_true",
+                        help="do not anchor the ledger (deleted releases and restored copies "
+                             "then cannot be detected)")
     create.add_argument("--json", action="store_true", help="print one JSON object")
     create.set_defaults(handler=run_create)
 
@@ -151,8 +167,24 @@ def register(subparsers) -> None:
         description="Verify every dataset's budget record and release chain; exit 2 naming the "
                     "first bad record.")
     verify.add_argument("--ledger", metavar="PATH", required=True, help="SQLite ledger file")
+    verify.add_argument("--witness", metavar="PATH", default=None,
+                        help="witness to check against (default: the one recorded in the "
+                             "ledger, e.g. a copy kept elsewhere)")
+    verify.add_argument("--key-file", metavar="PATH", default=None,
+                        help="the witness's key file (default: the recorded one, else "
+                             "$PRIVLOSS_LEDGER_KEY)")
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.set_defaults(handler=run_verify)
+
+    grants = commands.add_parser(
+        "postgres-grants", help="print the SQL that lets a PostgreSQL role use a ledger "
+                                "without editing or deleting its records",
+        description="Print the SQL a database owner runs once: SELECT and INSERT for the "
+                    "role, UPDATE only of the columns that finish a release or advance a "
+                    "dataset, no DELETE or TRUNCATE, and append-only triggers.")
+    grants.add_argument("--role", metavar="NAME", required=True,
+                        help="the service's PostgreSQL login role")
+    grants.set_defaults(handler=run_postgres_grants)
 
 
 def _format(value: float) -> str:
@@ -207,7 +239,15 @@ def run_create(args) -> int:
         # argparse checked the numbers; check the name too before the file is created
         module = _ledger_module()
         module.check_dataset_name(args.dataset)
-        ledger = module.Ledger(args.ledger, create=True)
+        witness, key_file, created = _anchor_of(args)
+        try:
+            ledger = module.Ledger(args.ledger, create=True, witness=witness,
+                                   key_file=key_file)
+        except BaseException:
+            if created:                    # bad input leaves no file behind
+                import os
+                os.unlink(key_file)
+            raise
         summary = ledger.create_dataset(args.dataset, epsilon=args.epsilon, delta=delta,
                                         interaction=args.interaction, plan=plan)
     if args.delta is None:
@@ -219,6 +259,25 @@ def run_create(args) -> int:
     else:
         _print_summary(summary)
     return 0
+
+
+def _anchor_of(args) -> tuple:
+    """(witness, key file, whether the key file was created now) for ``ledger
+    create``: the flags, else :func:`privloss.budget.default_anchor`."""
+    if args.no_witness:
+        if args.witness is not None or args.key_file is not None:
+            raise CommandError("--no-witness goes without --witness and --key-file")
+        return None, None, False
+    if args.witness is not None:
+        return args.witness, args.key_file, False
+    if args.ledger.startswith(("postgresql://", "postgres://")):
+        warn("privloss: warning: a PostgreSQL ledger is anchored only with --witness PATH; "
+             "without one, deleted releases and restored copies cannot be detected")
+        return None, args.key_file, False
+    if args.key_file is not None:
+        return args.ledger + ".witness", args.key_file, False
+    anchor = _ledger_module().default_anchor(args.ledger)
+    return anchor["witness"], anchor["key_file"], anchor["created_key"]
 
 
 def run_show(args) -> int:
@@ -233,16 +292,31 @@ def run_show(args) -> int:
 
 def run_verify(args) -> int:
     with ledger_errors():
-        ledger = _ledger_module().Ledger(args.ledger, create=False)  # opening verifies chains
-        names = ledger.datasets()
-        releases = {name: ledger.show(name)["releases"] for name in names}
-    report = {"ledger": ledger.path, "verified": True, "datasets": len(names),
-              "releases": sum(releases.values())}
+        # opening verifies the chains and the witness; verify() re-reads the tables
+        report = _ledger_module().Ledger(args.ledger, create=False, witness=args.witness,
+                                         key_file=args.key_file).verify()
     if args.json:
         print_json(report)
-    else:
-        print(f"ledger {ledger.path}: verified, {len(names)} dataset(s), "
-              f"{report['releases']} release(s); every record matches its hash chain")
+        return 0
+    anchor = (f"; matches its witness {report['witness']}"
+              f"{' (authenticated)' if report['keyed'] else ' (no key: not authenticated)'}"
+              if report["anchored"] else "")
+    print(f"ledger {report['ledger']}: verified, {report['datasets']} dataset(s), "
+          f"{report['releases']} release(s); every record matches its hash chain{anchor}")
+    for name, count in sorted(report["ahead"].items()):
+        print(f"  dataset {name}: ahead of the witness by {count} release(s) (a charge "
+              f"committed before its witness line, e.g. a crash); re-anchored")
+    if report["warning"]:
+        warn(f"privloss: warning: {report['warning']}")
+    return 0
+
+
+def run_postgres_grants(args) -> int:
+    from privloss.budget._postgres import service_role_sql
+    try:
+        print(service_role_sql(args.role), end="")
+    except ValueError as error:
+        raise CommandError(f"--role: {error}") from error
     return 0
 
 

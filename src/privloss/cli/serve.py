@@ -127,8 +127,10 @@ def serve(config, *, host: str, port: int, workers: int = 1, token: str | None =
         print(f"privloss serve: {len(config.datasets)} dataset(s), {len(config.analysts)} "
               f"analyst(s); dashboard {url}", flush=True)
     if workers == 1:
-        uvicorn.run(create_app(config), host=host, port=port, log_level="warning",
-                    server_header=False)
+        from privloss.cli.ledger import ledger_errors
+        with ledger_errors():      # a damaged, rolled-back or deleted ledger: exit 2, one line
+            app = create_app(config)
+        uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
         return
     os.environ["PRIVLOSS_SERVICE_CONFIG"] = os.path.abspath(config_path)
     if ledger_override is not None:

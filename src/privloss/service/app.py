@@ -81,11 +81,9 @@ class ServiceState:
         finishing; reproduced with 30 threads); separate instances are the
         ledger's tested multi-process case, and the store's lock serialises
         their charges."""
-        from privloss.budget import Ledger
-
         ledger = getattr(self._local, "ledger", None)
         if ledger is None:
-            ledger = self._local.ledger = Ledger(self.config.ledger, create=False)
+            ledger = self._local.ledger = _opened_or_503(self.config)
         return ledger
 
     def loop_ledger(self):
@@ -98,10 +96,8 @@ class ServiceState:
     def prepare_loop_ledger(self) -> None:
         """Open the event loop's ledger, or give it an idle connection again; runs
         in a worker thread (it touches only the store's locked idle stack)."""
-        from privloss.budget import Ledger
-
         if self._loop_ledger is None:
-            self._loop_ledger = Ledger(self.config.ledger, create=False)
+            self._loop_ledger = _opened_or_503(self.config)
         elif not self._loop_ledger.connection_ready():
             self._loop_ledger.warm()
 
@@ -203,14 +199,52 @@ def _shown(value):
     return value if len(text) <= 200 else text[:200] + "..."
 
 
+def open_anchored_ledger(config, *, startup: bool = True):
+    """The service's ledger, anchored to its witness (``LEDGER.witness``, or
+    ``AUDIT_LOG.witness`` for PostgreSQL; key ``$PRIVLOSS_LEDGER_KEY`` or the
+    0600 file beside it, docs/ledger.md "Anchoring") and audited before serving:
+    a ledger behind its witness, a witnessed dataset missing, a deleted ledger
+    file or damaged records raise :class:`~privloss.budget.LedgerError`
+    naming what was found, so the service does not start (and never recreates
+    a dataset the witness knows). ``startup=False``: a request thread's own
+    ledger on the same anchor (never created; checked against the witness on
+    open, each charge refused if behind)."""
+    from privloss.budget import Ledger, default_anchor
+
+    anchor = default_anchor(config.ledger, beside=config.audit_log)
+    ledger = Ledger(config.ledger, create=startup, witness=anchor["witness"],
+                    key_file=anchor["key_file"])
+    if startup:
+        ledger.verify()
+    return ledger
+
+
+def _opened_or_503(config):
+    """A request thread's ledger; a ledger found damaged, behind its witness or
+    missing when the thread opens it is a 503 (as routes.call_ledger maps the
+    same errors later), never a 500: nothing was charged or read."""
+    from privloss.budget import LedgerError, LedgerIntegrityError
+
+    try:
+        return open_anchored_ledger(config, startup=False)
+    except LedgerIntegrityError as error:
+        LOGGER.error("ledger integrity check failed: %s", error)
+        raise ServiceError(503, "the budget ledger failed its integrity check; the operator "
+                                "must run 'privloss ledger verify' (nothing was charged or "
+                                "read)", outcome="ledger-integrity") from None
+    except LedgerError as error:
+        LOGGER.error("ledger unavailable: %s", error)
+        raise ServiceError(503, "the budget ledger is unavailable; try again later",
+                           outcome="ledger-unavailable") from None
+
+
 def create_app(config) -> FastAPI:
     """The service for a checked :class:`~privloss.service.config.ServiceConfig`.
     Creates the ledger (if missing) and its datasets (the current windows)."""
-    from privloss.budget import Ledger
     from privloss.service import dashboard, routes, sql_route
     from privloss.service.queries import ensure_dataset
 
-    ledger = Ledger(config.ledger)
+    ledger = open_anchored_ledger(config)
     for dataset in config.datasets.values():
         ensure_dataset(ledger, dataset)
     state = ServiceState(config=config, tokens=TokenStore(config.tokens),

@@ -1,0 +1,210 @@
+"""Group commit: the write transactions of a process's threads share one commit.
+
+Definition
+----------
+Every charge (and every stored answer) needs a write transaction that ends
+with a durable COMMIT, an fsync on SQLite (``synchronous=FULL``) or a WAL
+flush on PostgreSQL, and one writer holds the lock at a time. With many
+threads, the lock and the fsyncs, not the checks, bound the throughput. Here
+the threads of one process that write to one ledger queue their work; one of
+them (the *leader*) opens one write transaction, runs each queued piece of
+work in queue order, each in its own savepoint, and commits once; then every
+thread gets its own result or exception, and the next waiting thread leads
+the next batch.
+
+Privacy guarantee
+-----------------
+Unchanged: each piece of work is the same check-and-insert as before, run
+under the same write lock, in order, on a connection that sees every earlier
+piece of the batch (its own uncommitted writes), so each charge is re-checked
+against the history including every charge admitted before it. A refusal or
+error rolls back that piece only (``ROLLBACK TO SAVEPOINT``). No thread is
+told "charged" before the COMMIT returns; if the COMMIT fails, every piece of
+the batch fails and nothing was charged, and the verified-record caches of
+the ledgers that took part are dropped (they may hold rows that were never
+committed; they are re-verified from the tables).
+
+Citation
+--------
+Group commit (DeWitt et al., "Implementation techniques for main memory
+database systems", SIGMOD 1984; PostgreSQL's ``commit_delay``).
+
+Runtime
+-------
+One COMMIT per batch instead of one per charge; a batch holds at most
+:data:`MAX_BATCH` pieces, so a thread waits for at most one batch before its own.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+__all__ = ["group_for", "MAX_BATCH"]
+
+#: pieces of work per transaction (bounds the wait of the last one)
+MAX_BATCH = 64
+
+_GROUPS: dict = {}
+_GROUPS_LOCK = threading.Lock()
+
+
+class _Work:
+    __slots__ = ("ledger", "body", "result", "error", "done", "lead")
+
+    def __init__(self, ledger, body):
+        self.ledger, self.body = ledger, body
+        self.result = self.error = None
+        self.done = threading.Event()
+        self.lead = False
+
+
+class GroupCommit:
+    """The queue of one ledger's writers in one process (see the module docstring)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._queue: list[_Work] = []
+        self._leading = False
+
+    def run(self, ledger, body):
+        """``body(conn)`` inside a write transaction of ``ledger``'s store,
+        committed with the other queued work; its result, or its exception."""
+        work = _Work(ledger, body)
+        with self._lock:
+            self._queue.append(work)
+            lead = not self._leading
+            self._leading = True
+        if lead:
+            self._lead(work)
+        else:
+            work.done.wait()
+            if work.lead:           # handed the lead: our work is in the next batch
+                work.lead = False
+                work.done.clear()
+                self._lead(work)
+        if work.error is not None:
+            raise work.error
+        return work.result
+
+    def _lead(self, mine: _Work) -> None:
+        """Commit batches until ``mine`` is done; then hand the lead on."""
+        try:
+            while not mine.done.is_set():
+                with self._lock:
+                    batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+                self._commit(mine.ledger, batch)
+        finally:
+            with self._lock:
+                if self._queue:
+                    successor = self._queue[0]
+                    successor.lead = True
+                    successor.done.set()
+                else:
+                    self._leading = False
+
+    @staticmethod
+    def _commit(ledger, batch: list[_Work]) -> None:
+        floors = {id(work.ledger): dict(work.ledger._floor) for work in batch}
+        if len(batch) == 1:
+            GroupCommit._commit_one(ledger, batch[0], floors)
+            return
+        try:
+            with ledger._write() as conn:
+                with ledger._file.transaction(conn, write=True):
+                    for work in batch:
+                        conn.execute("SAVEPOINT privloss_work")
+                        try:
+                            work.result = work.body(conn)
+                        except Exception as error:        # this piece only
+                            conn.execute("ROLLBACK TO SAVEPOINT privloss_work")
+                            work.error = _translated(ledger, error)
+                        conn.execute("RELEASE SAVEPOINT privloss_work")
+        except BaseException as error:
+            # nothing of the batch was committed: no piece may report success,
+            # and caches that saw its uncommitted rows are dropped
+            for work in batch:
+                if work.error is None:
+                    work.result, work.error = None, error
+                owner = work.ledger
+                with owner._lock:
+                    owner._verified.clear()
+                    owner._parsed.clear()
+                    owner._floor.clear()
+                    owner._floor.update(floors[id(owner)])
+            for work in batch:
+                work.done.set()
+            if not isinstance(error, Exception):
+                raise
+            return
+        for work in batch:
+            work.done.set()
+
+    @staticmethod
+    def _commit_one(ledger, work: _Work, floors: dict) -> None:
+        """A batch of one: no savepoint; its exception rolls the transaction back."""
+        try:
+            with ledger._write() as conn:
+                with ledger._file.transaction(conn, write=True):
+                    try:
+                        work.result = work.body(conn)
+                    except Exception as error:
+                        work.error = _translated(ledger, error)
+                        raise _PieceFailed from None
+        except _PieceFailed:
+            pass        # rolled back; its caches saw no uncommitted row of another piece
+        except BaseException as error:
+            if work.error is None:
+                work.result, work.error = None, error
+            owner = work.ledger
+            with owner._lock:
+                owner._verified.clear()
+                owner._parsed.clear()
+                owner._floor.clear()
+                owner._floor.update(floors[id(owner)])
+            if not isinstance(error, Exception):
+                work.done.set()
+                raise
+        work.done.set()
+
+
+class _PieceFailed(Exception):
+    """Internal: the single piece of a batch raised; roll its transaction back."""
+
+
+def _translated(ledger, error: Exception) -> Exception:
+    """A database driver's error as the store's LedgerError (as ``connect`` does)."""
+    from ._errors import LedgerError
+    if isinstance(error, LedgerError) or not _is_driver_error(error):
+        return error
+    return ledger._file.translate(error)
+
+
+def _is_driver_error(error: Exception) -> bool:
+    import sqlite3
+    if isinstance(error, sqlite3.Error):
+        return True
+    module = type(error).__module__ or ""
+    return module.startswith("psycopg")
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: the parent's queues and their locks (perhaps held by a
+    parent thread at the fork) are not the child's."""
+    global _GROUPS_LOCK
+    _GROUPS_LOCK = threading.Lock()
+    _GROUPS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def group_for(path: str) -> GroupCommit:
+    """The group of this process for the ledger at ``path`` (a forked child
+    gets its own: its parent's threads are not its own)."""
+    key = (os.getpid(), path)
+    with _GROUPS_LOCK:
+        group = _GROUPS.get(key)
+        if group is None:
+            group = _GROUPS[key] = GroupCommit()
+        return group

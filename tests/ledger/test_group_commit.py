@@ -1,0 +1,129 @@
+"""Group commit (issue 19, item 6): the charges of a process's threads share
+one write transaction and one COMMIT, each still re-checked under the lock in
+order, so the budget is never overspent; a refusal rolls back only itself; a
+failed COMMIT charges nothing and leaves no stale cache behind."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+import pytest
+
+from privloss.budget import Ledger, LedgerBudgetError, LedgerError
+from privloss.budget import _group
+from privloss.budget._store import LedgerFile
+from privloss.events import PureDP
+
+
+class SlowFirstCharge(Ledger):
+    """Holds the first charge inside the transaction a moment, so that the
+    other threads queue behind it and the next batch holds several charges."""
+
+    held = threading.Event()
+
+    def _stage(self, stage):
+        if stage == "begun" and not SlowFirstCharge.held.is_set():
+            SlowFirstCharge.held.set()
+            time.sleep(0.3)
+
+
+@pytest.fixture
+def batches(monkeypatch):
+    sizes = []
+    original = _group.GroupCommit._commit
+
+    def recording(ledger, batch):
+        sizes.append(len(batch))
+        return original(ledger, batch)
+
+    monkeypatch.setattr(_group.GroupCommit, "_commit", staticmethod(recording))
+    SlowFirstCharge.held.clear()
+    return sizes
+
+
+def _race(ledgers, epsilon: float) -> list[str]:
+    barrier = threading.Barrier(len(ledgers))
+    outcomes = []
+
+    def worker(index):
+        barrier.wait()
+        try:
+            ledgers[index].release("d", f"q{index}", lambda: index, PureDP(epsilon))
+            outcomes.append("ok")
+        except LedgerBudgetError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=worker, args=(index,)) for index in range(len(ledgers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
+def test_a_batch_admits_exactly_what_fits(tmp_path, batches):
+    path = str(tmp_path / "ledger.sqlite")
+    Ledger(path).create_dataset("d", epsilon=1.0)
+    # one Ledger per thread (as the service opens them) and one shared by all
+    ledgers = [SlowFirstCharge(path, create=False) for _ in range(8)]
+    shared = SlowFirstCharge(path, create=False)
+    ledgers += [shared] * 8
+    outcomes = _race(ledgers, 0.1)
+    assert outcomes.count("ok") == 10 and outcomes.count("refused") == 6
+    assert max(batches) > 1                          # charges did share a commit
+    shown = Ledger(path, create=False).show("d")
+    assert shown["releases"] == 10 and shown["spent_epsilon"] == pytest.approx(1.0)
+    assert Ledger(path, create=False).verify()["releases"] == 10
+
+
+def test_a_failed_commit_charges_nothing_and_leaves_no_stale_cache(tmp_path, monkeypatch):
+    path = str(tmp_path / "ledger.sqlite")
+    ledger = Ledger(path)
+    ledger.create_dataset("d", epsilon=1.0)
+    ledger.release("d", "first", lambda: 1, PureDP(0.1))
+    original = LedgerFile.transaction
+
+    @contextlib.contextmanager
+    def failing(self, conn, *, write):
+        if not write:
+            with original(self, conn, write=write):
+                yield
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            conn.execute("ROLLBACK")
+        raise LedgerError("simulated: the disk refused the COMMIT")
+
+    monkeypatch.setattr(LedgerFile, "transaction", failing)
+    computed = []
+    with pytest.raises(LedgerError, match="simulated"):
+        ledger.release("d", "second", lambda: computed.append(1), PureDP(0.1))
+    monkeypatch.undo()
+    assert computed == [] and ledger.show("d")["releases"] == 1
+    # the same ledger object goes on: its caches hold no row that was never committed
+    ledger.release("d", "third", lambda: 3, PureDP(0.1))
+    assert [row["query"] for row in ledger.history("d")] == ["first", "third"]
+
+
+def test_a_writer_waits_for_the_lock_at_most_its_timeout(tmp_path):
+    """Another process holding SQLite's write lock: the charge waits (retrying
+    every few milliseconds, not SQLite's growing sleeps) and then fails as busy,
+    charging nothing; once the lock is free it goes through."""
+    import sqlite3
+    path = str(tmp_path / "ledger.sqlite")
+    Ledger(path).create_dataset("d", epsilon=1.0)
+    ledger = Ledger(path, create=False, timeout=0.3)
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
+    with pytest.raises(LedgerError, match="busy"):
+        ledger.release("d", "q", lambda: 1, PureDP(0.1))
+    assert time.monotonic() - started >= 0.3
+    threading.Timer(0.1, holder.rollback).start()          # freed while the next one waits
+    assert ledger.release("d", "q", lambda: 1, PureDP(0.1)) == 1
+    holder.close()
+    assert Ledger(path, create=False).show("d")["releases"] == 1
