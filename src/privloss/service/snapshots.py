@@ -136,9 +136,44 @@ def _relation(duckdb, connection, dataset):
                            f"statement")
     try:
         return connection.sql(dataset.sql)
-    except duckdb.Error as error:          # the binder names the expression
-        raise StartupError(f"dataset {dataset.name!r}: sql does not bind: "
-                           f"{_first_line(error)}") from None
+    except duckdb.Error as error:
+        where = _failing_expression(duckdb, connection, dataset.sql)
+        raise StartupError(f"dataset {dataset.name!r}: sql does not bind"
+                           f"{f' at {where}' if where else ''}: {_first_line(error)}") from None
+
+
+def _failing_expression(duckdb, connection, text: str) -> str | None:
+    """The first output expression of the operator's SELECT that does not bind
+    on its own (DuckDB's binder message does not say which), if sqlglot can
+    tell; None otherwise."""
+    try:
+        import sqlglot
+        from sqlglot import exp
+        from sqlglot.errors import SqlglotError
+    except ImportError:      # sqlglot comes with the analytics extra; only the message suffers
+        return None
+    try:
+        tree = sqlglot.parse_one(text, read="duckdb")
+    except (SqlglotError, RecursionError):
+        return None
+    if not isinstance(tree, exp.Select):
+        return None
+    try:
+        connection.sql(tree.copy().select(exp.Literal.number(1), append=False)
+                       .sql(dialect="duckdb"))
+    except duckdb.Error:
+        return "its FROM clause"
+    except SqlglotError:
+        return None
+    for expression in tree.expressions:
+        alone = tree.copy().select(expression.copy(), append=False)
+        try:
+            connection.sql(alone.sql(dialect="duckdb"))
+        except duckdb.Error:
+            return f"`{expression.sql(dialect='duckdb')[:120]}`"
+        except SqlglotError:
+            return None
+    return None
 
 
 def _allowed_files(dataset) -> list:

@@ -1,0 +1,128 @@
+"""Operator errors stop the start (one line naming the dataset and the column or
+expression); the data is read once into a snapshot; a changed source is a new
+version; a changed source that cannot be read keeps the old one serving."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tests.service.conftest import bearer, cheap_hasher, need_service_extra
+
+need_service_extra()
+pytest.importorskip("duckdb")
+
+from privloss.cli.main import main
+
+RETAIL = "CustomerID,StockCode,Quantity,UnitPrice\n1,A,2,3.5\n2,B,1,1.0\n3,A,4,2.0\n"
+
+
+def _config(directory, sql: str, columns='["StockCode"]', extra: str = "") -> str:
+    (directory / "retail.csv").write_text(RETAIL, encoding="utf-8")
+    path = directory / "service.toml"
+    path.write_text("\n".join([
+        "[service]", 'ledger = "budget.sqlite"', extra, "",
+        "[[dataset]]", 'name = "retail"', f"sql = {sql!r}",
+        'tables = { retail = "retail.csv" }', 'user_column = "CustomerID"',
+        f"columns = {columns}", "epsilon = 1.0", "delta = 1e-6", "",
+        "[[analyst]]", 'name = "alice"', 'datasets = ["retail"]', ""]), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("sql, columns, named", [
+    # the red team's case: arithmetic over CSV text does not bind
+    ("SELECT CustomerID, StockCode, Quantity * UnitPrice AS revenue FROM retail",
+     '["StockCode", "revenue"]', "Quantity * UnitPrice"),
+    ("SELECT CustomerID, StockCode FROM retail", '["StockCode", "Country"]', "'Country'"),
+    ("SELECT CustomerID AS who, StockCode FROM retail", '["StockCode"]', "'CustomerID'"),
+    ("SELECT CustomerID, CAST(StockCode AS INTEGER) AS code FROM retail", '["code"]',
+     "Conversion Error"),
+    ("SELECT * FROM read_csv('/etc/passwd')", '["StockCode"]', "FROM"),
+    ("DELETE FROM retail", '["StockCode"]', "one SELECT"),
+])
+@pytest.mark.parametrize("command", [["serve"], ["serve", "check"]])
+def test_operator_error_refuses_to_start_with_one_line(tmp_path, capsys, sql, columns, named,
+                                                        command):
+    path = _config(tmp_path, sql, columns)
+    assert main(command + ["--config", path]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "dataset 'retail'" in error and named in error, error
+    assert not (tmp_path / "budget.sqlite").exists()       # nothing created, nothing served
+
+
+def test_serve_check_reads_every_dataset_once(tmp_path, capsys):
+    path = _config(tmp_path, "SELECT CustomerID, StockCode FROM retail")
+    assert main(["serve", "check", "--config", path]) == 0
+    out = capsys.readouterr().out
+    assert "dataset 'retail': ok" in out
+    snapshots = list((tmp_path / "service.state" / "snapshots").glob("retail-*.parquet"))
+    assert len(snapshots) == 1 and oct(snapshots[0].stat().st_mode & 0o777) == "0o600"
+
+
+def _app(path):
+    from fastapi.testclient import TestClient
+
+    from privloss.service.app import create_app
+    from privloss.service.auth import add_analyst
+    from privloss.service.config import load_config
+
+    config = load_config(path)
+    token = add_analyst(config.tokens, "alice", hasher=cheap_hasher())
+    app = create_app(config)
+    return TestClient(app, raise_server_exceptions=False), token, config, app
+
+
+HISTOGRAM = {"column": "StockCode", "epsilon": 0.1, "domain": ["A", "B"], "label": "q"}
+
+
+def _touch(path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+    later = time.time() + 5
+    os.utime(path, (later, later))
+
+
+def test_releases_read_the_snapshot_and_a_changed_source_is_a_new_version(tmp_path,
+                                                                         monkeypatch):
+    import privloss.analytics.engines as engines
+
+    path = _config(tmp_path, "SELECT CustomerID, StockCode FROM retail")
+    client, token, config, app = _app(path)
+    read = []
+    real = engines.bounded_histogram
+
+    def spy(data, **kwargs):
+        read.append(str(data.path))
+        return real(data, **kwargs)
+    monkeypatch.setattr(engines, "bounded_histogram", spy)
+    with client:
+        first = client.post("/v1/datasets/retail/histogram", headers=bearer(token),
+                            json=HISTOGRAM)
+        assert first.status_code == 200, first.text
+        assert read and all(name.endswith(".parquet") and "/snapshots/" in name
+                            for name in read)           # never the operator's CSV
+        again = client.post("/v1/datasets/retail/histogram", headers=bearer(token),
+                            json=HISTOGRAM).json()
+        assert again["receipt"]["cached"]                # same data: the stored answer
+        _touch(tmp_path / "retail.csv", RETAIL + "4,B,1,1.0\n")
+        changed = client.post("/v1/datasets/retail/histogram", headers=bearer(token),
+                              json=HISTOGRAM).json()
+        assert not changed["receipt"]["cached"]          # new version: a new release
+        assert read[-1] != read[0]
+
+
+def test_a_changed_source_that_cannot_be_read_keeps_the_old_version(tmp_path, caplog):
+    path = _config(tmp_path, "SELECT CustomerID, CAST(Quantity AS INTEGER) AS quantity "
+                             "FROM retail", columns='["quantity"]')
+    client, token, config, app = _app(path)
+    body = {"column": "quantity", "epsilon": 0.1, "domain": ["1", "2", "4"], "label": "q"}
+    with client:
+        first = client.post("/v1/datasets/retail/histogram", headers=bearer(token), json=body)
+        assert first.status_code == 200, first.text
+        _touch(tmp_path / "retail.csv", RETAIL + "4,B,many,1.0\n")    # the cast now fails
+        with caplog.at_level("ERROR", logger="privloss.service"):
+            again = client.post("/v1/datasets/retail/histogram", headers=bearer(token),
+                                json=body)
+        assert again.status_code == 200 and again.json()["receipt"]["cached"]
+        assert "still serving" in caplog.text
