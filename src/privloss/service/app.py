@@ -57,6 +57,9 @@ from privloss.service.web import SecurityHeaders, client_address, problem_respon
 __all__ = ["create_app", "ServiceError", "ServiceState"]
 
 LOGGER = logging.getLogger("privloss.service")
+#: failed sign-ins per client address: (per second, burst); past it, failing
+#: tokens from that address get 429 (valid tokens never do)
+FAILED_SIGN_INS = (1.0, 10)
 
 
 class ServiceError(Exception):
@@ -244,7 +247,7 @@ def create_app(config) -> FastAPI:
     state = ServiceState(config=config, tokens=TokenStore(config.tokens),
                          audit=AuditLog(config.audit_log),
                          limiter=RateLimiter(config.rate, config.burst),
-                         failures=RateLimiter(max(1.0, config.rate), max(5, config.burst)),
+                         failures=RateLimiter(*FAILED_SIGN_INS),
                          snapshots=snapshots,
                          sessions=SessionStore(_state_dir(config) / "sessions.sqlite",
                                                hours=config.session_hours))
