@@ -156,6 +156,10 @@ def test_python_client_returns_a_release(service):
         assert caught.value.status == 403
         with pytest.raises(BudgetRefused):
             remote.topk("views", **{**TOPK, "epsilon": 5.0})
+        with pytest.raises(ServiceRequestError) as caught:      # problem+json, read back
+            remote.topk("views", **{**TOPK, "linf": 10 ** 6})
+        assert caught.value.status == 422 and caught.value.field == "linf"
+        assert caught.value.value == 10 ** 6 and "10000" in caught.value.message
 
 
 def test_plan_based_dataset_and_budget_window(tmp_path):
