@@ -126,3 +126,20 @@ def test_a_changed_source_that_cannot_be_read_keeps_the_old_version(tmp_path, ca
                                 json=body)
         assert again.status_code == 200 and again.json()["receipt"]["cached"]
         assert "still serving" in caplog.text
+
+
+def test_the_snapshot_is_a_function_of_the_rows(tmp_path):
+    """Two reads of the same rows give the same version (stored answers survive a
+    lost manifest), and rows in another order too (the snapshot is sorted)."""
+    from privloss.service.config import load_config
+    from privloss.service.snapshots import SnapshotStore
+
+    versions = []
+    for number, text in enumerate([RETAIL, "CustomerID,StockCode,Quantity,UnitPrice\n"
+                                   + "".join(reversed(RETAIL.splitlines(True)[1:]))]):
+        folder = tmp_path / str(number)
+        folder.mkdir()
+        config = load_config(_config(folder, "SELECT CustomerID, StockCode FROM retail"))
+        (folder / "retail.csv").write_text(text, encoding="utf-8")
+        versions.append(SnapshotStore(folder / "state").load(config.datasets["retail"]).version)
+    assert versions[0] == versions[1]

@@ -4,8 +4,8 @@ Definition
 ----------
 At start-up (:meth:`SnapshotStore.load_all`) every DuckDB dataset's source
 (the operator's file, or the operator's SQL over its ``tables``) is run once
-and the privacy-unit column and the declared ``columns`` are written to a
-Parquet file in the service's state directory
+and the privacy-unit column and the declared ``columns`` are written, sorted
+by the privacy unit, to a Parquet file in the service's state directory
 (``<state_dir>/snapshots/<dataset>-<version>.parquet``, written to a private
 temporary name, then renamed).  Anything that does not bind or does not run
 (a missing file, SQL that does not parse or bind, such as ``Quantity *
@@ -213,7 +213,12 @@ def _write(dataset, directory: Path) -> Snapshot:
                 role = "user_column" if column == dataset.user_column else "columns entry"
                 raise StartupError(f"dataset {dataset.name!r}: {role} {column!r} is not a "
                                    f"column of its source (it has {len(available)} column(s))")
-        projected = relation.select(*[duckdb.ColumnExpression(c) for c in _needed(dataset)])
+        columns = [duckdb.ColumnExpression(c) for c in _needed(dataset)]
+        # sorted by the privacy unit first (then every column, so equal rows are
+        # identical and the file's bytes a function of the rows): the engine's
+        # per-unit window then costs about a fifth less CPU; no result depends on
+        # row order
+        projected = relation.select(*columns).sort(*columns)
         types = {name: str(kind) for name, kind in zip(projected.columns, projected.types)}
         try:
             projected.write_parquet(str(temporary))
