@@ -143,3 +143,21 @@ def test_the_snapshot_is_a_function_of_the_rows(tmp_path):
         (folder / "retail.csv").write_text(text, encoding="utf-8")
         versions.append(SnapshotStore(folder / "state").load(config.datasets["retail"]).version)
     assert versions[0] == versions[1]
+
+
+def test_sql_over_a_text_column_is_422_in_plan_and_release_without_the_operators_sql(
+        tmp_path):
+    operator_sql = "SELECT CustomerID, StockCode, Quantity FROM retail WHERE UnitPrice <> '0'"
+    path = _config(tmp_path, operator_sql, columns='["StockCode", "Quantity"]')
+    client, token, config, app = _app(path)
+    body = {"query": "SELECT StockCode, SUM(Quantity) FROM retail GROUP BY StockCode",
+            "epsilon": 0.5, "delta": 1e-6, "bounds": {"Quantity": [0, 10]}}
+    with client:
+        for endpoint in ("sql", "sql/plan"):
+            response = client.post(f"/v1/datasets/retail/{endpoint}", headers=bearer(token),
+                                   json=body)
+            assert response.status_code == 422, response.text
+            detail = response.json()["detail"]
+            assert "'Quantity'" in detail and "numeric" in detail
+            assert "WHERE" not in response.text and "snapshots" not in response.text
+        assert app.state.service.ledger.show("retail")["releases"] == 0

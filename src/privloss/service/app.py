@@ -213,7 +213,9 @@ def check_datasets(config):
     ``StartupError`` naming the dataset and the column or expression."""
     from privloss.service.snapshots import SnapshotStore
 
-    store = SnapshotStore(_state_dir(config))
+    directory = _state_dir(config)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)     # snapshots hold rows
+    store = SnapshotStore(directory)
     store.load_all(config.datasets.values())
     return store
 

@@ -214,17 +214,24 @@ def _write(dataset, directory: Path) -> Snapshot:
                 raise StartupError(f"dataset {dataset.name!r}: {role} {column!r} is not a "
                                    f"column of its source (it has {len(available)} column(s))")
         columns = [duckdb.ColumnExpression(c) for c in _needed(dataset)]
-        # sorted by the privacy unit first (then every column, so equal rows are
-        # identical and the file's bytes a function of the rows): the engine's
-        # per-unit window then costs about a fifth less CPU; no result depends on
-        # row order
-        projected = relation.select(*columns).sort(*columns)
-        types = {name: str(kind) for name, kind in zip(projected.columns, projected.types)}
+        try:
+            # sorted by the privacy unit first (then every column, so equal rows
+            # are identical and the file's bytes a function of the rows): the
+            # engine's per-unit window then costs about a fifth less CPU; no
+            # result depends on row order
+            projected = relation.select(*columns).sort(*columns)
+            types = {name: str(kind) for name, kind in zip(projected.columns, projected.types)}
+        except duckdb.Error as error:      # e.g. a column type that cannot be ordered
+            raise StartupError(f"dataset {dataset.name!r}: its columns cannot be read into a "
+                               f"snapshot: {_first_line(error)}") from None
         try:
             projected.write_parquet(str(temporary))
         except duckdb.Error as error:      # a row the operator's query cannot compute
             raise StartupError(f"dataset {dataset.name!r}: the source fails while it is "
                                f"read: {_first_line(error)}") from None
+    except duckdb.Error as error:          # the connection's own settings
+        raise StartupError(f"dataset {dataset.name!r}: DuckDB refused to open the source: "
+                           f"{_first_line(error)}") from None
     finally:
         connection.close()
     try:
@@ -323,6 +330,11 @@ class SnapshotStore:
     def load_all(self, datasets) -> dict:
         """Every dataset, in order; the first that cannot be served raises."""
         return {dataset.name: self.load(dataset) for dataset in datasets}
+
+    def latest(self, dataset) -> Snapshot | None:
+        """The snapshot last read (no check of the source: for dry runs)."""
+        with self._lock:
+            return self._current.get(dataset.name)
 
     def current(self, dataset) -> Snapshot:
         """The snapshot a release reads now: re-read first if the source changed

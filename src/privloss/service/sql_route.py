@@ -222,15 +222,17 @@ def _key(query, dataset, analyst, body: dict, data) -> dict:
     return key
 
 
-def plan_sql(ledger, dataset, analyst, body: dict) -> dict:
+def plan_sql(ledger, dataset, analyst, body: dict, snapshot=None) -> dict:
     """The dry run: events, noise and 95% half-widths per measurement, threshold,
-    and the ledger's read-only verdict for this analyst (nothing read or charged)."""
+    and the ledger's read-only verdict for this analyst (nothing read or
+    charged; the snapshot's column types are checked as for a release)."""
     import secrets
 
     from privloss.analytics.aggregate.api import describe_plan
     from privloss.service.queries import ensure_dataset
 
     query = checked_query(dataset, body)
+    _check_types(query, dataset, snapshot)
     name = call_ledger(ensure_dataset, ledger, dataset)
     key = _key(query, dataset, analyst, body, {"dry-run": secrets.token_hex(8)})
     verdict = call_ledger(ledger.would_admit, name, key, query.plan.events,
@@ -251,10 +253,9 @@ _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "
             "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL")
 
 
-def _check_schema(module, source, query, dataset, snapshot) -> None:
+def _check_types(query, dataset, snapshot) -> None:
     """Value columns must be numeric in the dataset's snapshot (its schema, not
-    its rows); the engine's own check too, answered without its text (which
-    would name the snapshot's file or the operator's SQL)."""
+    its rows)."""
     types = snapshot.columns if snapshot is not None else {}
     for column in query.value_columns:
         kind = types.get(column)
@@ -262,6 +263,12 @@ def _check_schema(module, source, query, dataset, snapshot) -> None:
             _refuse(f"column {column!r} of dataset {dataset.name!r} has type {kind}; SUM, AVG "
                     f"and quantiles need a numeric column (the operator can cast it in the "
                     f"dataset's sql)", "query")
+
+
+def _check_schema(module, source, query, dataset, snapshot) -> None:
+    """:func:`_check_types`, then the engine's own check, answered without its
+    text (which would name the snapshot's file or the operator's SQL)."""
+    _check_types(query, dataset, snapshot)
     try:
         module.check_schema(source, query.privacy_unit, query.by, query.value_columns)
     except (ValueError, TypeError):
@@ -331,7 +338,8 @@ def sql_plan(name: str, body: SqlParameters, request: Request,
     dataset = granted_dataset(request, analyst, name)
     parameters = body.model_dump(exclude_none=True)
     request.state.audit["parameters"] = {"command": "sql-plan", **parameters}
-    result = plan_sql(state.ledger, dataset, analyst, parameters)
+    result = plan_sql(state.ledger, dataset, analyst, parameters,
+                      snapshot=state.snapshots.latest(dataset))
     request.state.outcome = "planned" if result["fits"] else "planned-refused"
     return result
 
