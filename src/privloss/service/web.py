@@ -54,12 +54,10 @@ SECURITY_HEADERS = (
 def shown(value):
     """The offending input as shown back: JSON-safe (NaN as text, lone
     surrogates escaped) and short."""
-    try:
-        text = json.dumps(value, allow_nan=False)
+    try:       # as the response will encode it: a lone surrogate anywhere fails here
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
         text.encode("utf-8")
-    except (TypeError, ValueError, UnicodeEncodeError):
-        return ascii(value)[:200]
-    if isinstance(value, str) and not _encodable(value):
+    except (TypeError, ValueError):      # UnicodeEncodeError is a ValueError
         return ascii(value)[:200]
     return value if len(text) <= 200 else text[:200] + "..."
 
