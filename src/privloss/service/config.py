@@ -173,6 +173,9 @@ def _dataset(entry, base: Path, number: int) -> DatasetConfig:
     if not isinstance(columns, list) or not columns:
         _fail(where, "columns must be a non-empty list of column names analysts may count")
     columns = tuple(_identifier(where, "columns entry", column) for column in columns)
+    repeated = sorted({column for column in columns if columns.count(column) > 1})
+    if repeated:
+        _fail(where, f"columns lists {', '.join(map(repr, repeated))} more than once")
     if user in columns:
         _fail(where, f"columns must not contain the privacy-unit column {user!r} (counting "
                      f"users by their own id would release ids)")
