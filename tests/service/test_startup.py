@@ -161,3 +161,26 @@ def test_sql_over_a_text_column_is_422_in_plan_and_release_without_the_operators
             assert "'Quantity'" in detail and "numeric" in detail
             assert "WHERE" not in response.text and "snapshots" not in response.text
         assert app.state.service.ledger.show("retail")["releases"] == 0
+
+
+def test_a_change_is_read_once_by_concurrent_releases(tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import privloss.service.snapshots as snapshots
+    from privloss.service.config import load_config
+
+    config = load_config(_config(tmp_path, "SELECT CustomerID, StockCode FROM retail"))
+    dataset = config.datasets["retail"]
+    store = snapshots.SnapshotStore(tmp_path / "state")
+    first = store.load(dataset)
+    writes = []
+    real = snapshots._write
+
+    def counted(*args):
+        writes.append(args)
+        return real(*args)
+    monkeypatch.setattr(snapshots, "_write", counted)
+    _touch(tmp_path / "retail.csv", RETAIL + "4,B,1,1.0\n")
+    with ThreadPoolExecutor(8) as pool:
+        seen = list(pool.map(lambda _: store.current(dataset).version, range(16)))
+    assert len(writes) == 1 and set(seen) == {seen[0]} and seen[0] != first.version
