@@ -184,3 +184,21 @@ def test_a_change_is_read_once_by_concurrent_releases(tmp_path, monkeypatch):
     with ThreadPoolExecutor(8) as pool:
         seen = list(pool.map(lambda _: store.current(dataset).version, range(16)))
     assert len(writes) == 1 and set(seen) == {seen[0]} and seen[0] != first.version
+
+
+def test_an_engine_fault_after_the_charge_is_503_and_stays_charged(service, monkeypatch):
+    import privloss.analytics.engines as engines
+
+    client, tokens, _, app = service
+
+    def fault(*args, **kwargs):
+        raise MemoryError("row 17 of customer 4711 needs more memory")
+    monkeypatch.setattr(engines, "bounded_histogram", fault)
+    response = client.post("/v1/datasets/views/topk", headers=bearer(tokens["alice"]),
+                           json={"column": "article", "epsilon": 0.1, "delta": 1e-7, "k": 5,
+                                 "l0": 3, "d_bar": 20})
+    assert response.status_code == 503
+    body = response.json()
+    assert "engine fault" in body["detail"] and "stays charged" in body["detail"]
+    assert "4711" not in response.text and body["type"].endswith("computation-failed")
+    assert app.state.service.ledger.show("views")["releases"] == 1

@@ -209,7 +209,9 @@ def call_ledger(function, *args, **kwargs):
         raise ServiceError(503, "the budget ledger is unavailable; try again later",
                            outcome="ledger-unavailable") from None
     except ComputationFailed as error:
-        raise ServiceError(503, f"{error}; the release stays charged",
+        raise ServiceError(503, f"the engine failed after the charge (an engine fault: the "
+                                f"data was read at start-up; error id {error.error_id} in the "
+                                f"operator's log); the release stays charged",
                            outcome="computation-failed") from None
     except ArithmeticError:        # parameters whose calibration over- or underflows
         raise ServiceError(422, "the parameters are outside the range the calibration can "
