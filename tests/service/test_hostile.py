@@ -93,7 +93,8 @@ def test_impossible_sql_parameters_are_422_before_the_charge(service, no_data_re
     assert _releases(app) == 0
 
 
-@pytest.mark.parametrize("path", ["/v1/datasets/%ED%A0%80/budget", "/v1/datasets/%ED%A0%80/plan", "/v1/datasets/%FF/plan",
+@pytest.mark.parametrize("path", ["/v1/datasets/%ED%A0%80/budget", "/v1/datasets/%ED%A0%80/plan",
+                                  "/v1/datasets/%FF/plan",
                                   "/v1/datasets/views%00/history"])
 def test_hostile_dataset_names_are_refused_not_500(service, path):
     client, tokens, _, _ = service

@@ -112,7 +112,8 @@ def _token_of(request: Request) -> str | None:
 
 
 def client_of(request: Request) -> str:
-    """The client's address (behind trusted proxies: :func:`privloss.service.web.client_address`)."""
+    """The client's address (behind trusted proxies:
+    :func:`privloss.service.web.client_address`)."""
     address = getattr(request.state, "client_address", None)
     if address is None:
         address = request.client.host if request.client else "?"

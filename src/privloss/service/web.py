@@ -11,8 +11,9 @@ Definition
 * :class:`SecurityHeaders`: every response carries a Content-Security-Policy
   (nothing but this origin's style sheets, images and form targets; no
   scripts; not framed), ``X-Content-Type-Options: nosniff``,
-  ``X-Frame-Options: DENY`` and ``Referrer-Policy: same-origin`` (not ``no-referrer``: under it browsers send
-  ``Origin: null`` with same-origin forms, which the dashboard refuses).
+  ``X-Frame-Options: DENY`` and ``Referrer-Policy: same-origin`` (not
+  ``no-referrer``: under it browsers send ``Origin: null`` with same-origin
+  forms, which the dashboard refuses).
 * :func:`client_address`: the TCP peer, unless the peer is one of the
   configured ``trusted_proxies``; then the right-most ``X-Forwarded-For``
   address that is not itself a trusted proxy (what the nearest untrusted hop
