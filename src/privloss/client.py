@@ -14,9 +14,10 @@ One method per endpoint of ``/v1`` (docs/service.md): :meth:`Client.datasets`,
 :meth:`Client.budget`, :meth:`Client.history`, :meth:`Client.plan` (a dict, the
 dry run), :meth:`Client.topk` and :meth:`Client.histogram`, which return the
 library's :class:`~privloss.releases.release.Release` (``spent`` is the
-budget afterwards, ``receipt`` in ``parameters["receipt"]``).  Errors raise
-:class:`ServiceRequestError` with the HTTP ``status`` and the server's
-message; a refused budget (409) is :class:`BudgetRefused`.
+budget afterwards, ``receipt`` in ``parameters["receipt"]``).  Errors (RFC
+9457 problem details) raise :class:`ServiceRequestError` with the HTTP
+``status``, the server's ``detail`` and the offending ``field`` / ``value``;
+a refused budget (409) is :class:`BudgetRefused`.
 
 Privacy guarantee
 -----------------
@@ -98,10 +99,14 @@ class Client:
         try:
             data = response.json()
         except ValueError:
-            data = {"error": response.text[:200]}
+            data = {"detail": response.text[:200]}
         if response.status_code >= 400:
             kind = BudgetRefused if response.status_code == 409 else ServiceRequestError
-            raise kind(response.status_code, str(data.get("error", data)), data.get("field"),
+            if not isinstance(data, dict):
+                data = {"detail": str(data)[:200]}
+            # RFC 9457 problem details ("detail"); older servers sent "error"
+            message = data.get("detail", data.get("error", data))
+            raise kind(response.status_code, str(message), data.get("field"),
                        data.get("value"))
         return data
 

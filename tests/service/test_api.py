@@ -106,7 +106,7 @@ def test_analyst_cap_refuses_with_409_naming_the_constraint(service):
                                json={**TOPK, "label": str(label)})
         spent.append(response.status_code)
         if response.status_code == 409:
-            message = response.json()["error"]
+            message = response.json()["detail"]
             assert "bob" in message or "analyst" in message, message
             break
     assert spent[-1] == 409 and spent.count(200) >= 1
@@ -156,6 +156,10 @@ def test_python_client_returns_a_release(service):
         assert caught.value.status == 403
         with pytest.raises(BudgetRefused):
             remote.topk("views", **{**TOPK, "epsilon": 5.0})
+        with pytest.raises(ServiceRequestError) as caught:      # problem+json, read back
+            remote.topk("views", **{**TOPK, "linf": 10 ** 6})
+        assert caught.value.status == 422 and caught.value.field == "linf"
+        assert caught.value.value == 10 ** 6 and "10000" in caught.value.message
 
 
 def test_plan_based_dataset_and_budget_window(tmp_path):
@@ -183,7 +187,7 @@ def test_plan_based_dataset_and_budget_window(tmp_path):
         wrong = client.post("/v1/datasets/secret/histogram", headers=bearer(tokens["bob"]),
                             json={"column": "industry", "epsilon": 0.25, "l0": 1,
                                   "domain": domain})
-        assert wrong.status_code == 409 and "plan" in wrong.json()["error"]
+        assert wrong.status_code == 409 and "plan" in wrong.json()["detail"]
         body = client.post("/v1/datasets/secret/histogram", headers=bearer(tokens["bob"]),
                            json={"column": "industry", "epsilon": 0.5, "l0": 1,
                                  "domain": domain})

@@ -48,6 +48,9 @@ def test_add_analyst_prints_token_once_and_stores_hash(tmp_path, capsys, monkeyp
     ('name = "views"', 'name = "views/../x"', "name"),
     ("rate = 1000.0", "rate = 0", "rate"),
     ("[service]", "[service]\nshell = 'rm -rf /'", "shell"),
+    ('columns = ["article", "country"]', 'columns = ["article", "article"]', "more than once"),
+    ("[service]", "[service]\ntrusted_proxies = ['10.0.0.0/33']", "trusted_proxies"),
+    ("[service]", "[service]\nsession_hours = 0", "session_hours"),
 ])
 def test_bad_config_is_exit_2_naming_the_field(tmp_path, capsys, old, new, named):
     from tests.service.conftest import write_config

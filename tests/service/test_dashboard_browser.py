@@ -66,6 +66,7 @@ def test_sign_in_preview_release_gauges_screenshot(tmp_path, browser):
         assert browser.find_element(By.ID, "analyst").text == "alice"
         cookie = browser.get_cookie("privloss_session")
         assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+        assert cookie["value"] != tokens["alice"]                   # a session id, not the token
         browser.find_element(By.ID, "open-views").click()
         assert _share(browser, "budget-mine-epsilon") == 0.0
         browser.find_element(By.ID, "preview").click()
@@ -86,5 +87,11 @@ def test_sign_in_preview_release_gauges_screenshot(tmp_path, browser):
         assert pixels.shape[0] > 500 and pixels.shape[1] > 500
         assert pixels[..., :3].std() > 0.05                      # not blank
         assert len({tuple(row) for row in pixels[::25, ::25, :3].reshape(-1, 3).round(2)}) > 20
+        # signing out (a CSRF-protected form) ends the session on the server
+        browser.find_element(By.CSS_SELECTOR, "form.logout button").click()
+        assert browser.find_element(By.ID, "token")
+        browser.add_cookie({"name": "privloss_session", "value": cookie["value"], "path": "/"})
+        browser.get(server.url + "/")
+        assert browser.find_element(By.ID, "token")
     finally:
         server.stop()

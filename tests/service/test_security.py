@@ -38,7 +38,9 @@ def _assert_refused(client, app, no_data_read, method, path, status, **options):
     response = client.request(method, path, **options)
     assert response.status_code == status, response.text
     body = response.json()
-    assert body["status"] == status and isinstance(body["error"], str)
+    assert body["status"] == status and isinstance(body["detail"], str)
+    assert response.headers["content-type"] == "application/problem+json"
+    assert body["type"].startswith("urn:privloss:error:") and isinstance(body["title"], str)
     assert "Traceback" not in response.text and "File \"" not in response.text
     assert releases(app) == before and no_data_read == []
     return body
@@ -98,7 +100,7 @@ def test_bad_or_crafted_parameters_are_422(service, no_data_read, change, field)
     body = _assert_refused(client, app, no_data_read, "POST", "/v1/datasets/views/topk", 422,
                            **options)
     if field is not None:
-        assert field in body["error"] or body.get("field") == field, body
+        assert field in body["detail"] or body.get("field") == field, body
 
 
 def test_oversized_bodies_are_413(service, no_data_read):

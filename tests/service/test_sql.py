@@ -225,7 +225,7 @@ def test_refusals_have_their_status_and_charge_nothing(shop, monkeypatch, change
                              json=body)
         assert answer.status_code == status, answer.text
         error = answer.json()
-        assert fragment in error["error"], error
+        assert fragment in error["detail"], error
         if field is not None:
             assert error.get("field") == field, error
         assert "Traceback" not in answer.text
@@ -241,7 +241,7 @@ def test_authentication_grant_and_budget_refusals(shop, monkeypatch):
     assert client.post("/v1/datasets/shop/sql", headers=bearer("not-a-token"),
                        json=BODY).status_code == 401
     forbidden = client.post("/v1/datasets/shop/sql", headers=bearer(tokens["carol"]), json=BODY)
-    assert forbidden.status_code == 403 and "not granted" in forbidden.json()["error"]
+    assert forbidden.status_code == 403 and "not granted" in forbidden.json()["detail"]
     # bob's cap (0.3) refuses epsilon 0.5: 409 naming the cap, nothing charged
     refused = client.post("/v1/datasets/shop/sql", headers=bearer(tokens["bob"]),
                           json={**BODY, "epsilon": 0.5})

@@ -5,8 +5,12 @@
   prints the analyst's token and the dashboard URL;
 * ``privloss serve add-analyst NAME --config service.toml``: create (or
   re-issue) NAME's token; printed once, stored only as an argon2id hash.
+* ``privloss serve check --config service.toml``: everything start-up checks
+  (the file, every dataset's source, query and declared columns, read into
+  its snapshot; plan files), without serving.
 
-Bad input: one line on stderr, exit 2.  Needs the ``service`` extra.
+Bad input (a configuration that cannot be served too): one line on stderr,
+exit 2.  Needs the ``service`` extra.
 """
 
 from __future__ import annotations
@@ -27,8 +31,10 @@ def register(subparsers) -> None:
                     "parameters over HTTP,\nthe service charges the budget ledger first and "
                     "answers with the release and a receipt.\nNeeds the 'service' extra; see "
                     "docs/service.md.")
-    parser.add_argument("action", nargs="?", choices=("run", "add-analyst"), default="run",
-                        help="run the service (default) or add-analyst NAME")
+    parser.add_argument("action", nargs="?", choices=("run", "add-analyst", "check"),
+                        default="run",
+                        help="run the service (default), add-analyst NAME, or check the "
+                             "configuration and data without serving")
     parser.add_argument("name", nargs="?", help="the analyst's name (add-analyst)")
     parser.add_argument("--config", help="the service's TOML configuration")
     parser.add_argument("--demo", action="store_true",
@@ -39,7 +45,8 @@ def register(subparsers) -> None:
                         help="server processes (share the ledger; use PostgreSQL for hosts)")
     parser.add_argument("--ledger", help="override the config's ledger (path or postgresql URL)")
     parser.epilog = ("example:\n  privloss serve --demo\n  privloss serve add-analyst alice "
-                     "--config service.toml\n  privloss serve --config service.toml --port 8000")
+                     "--config service.toml\n  privloss serve check --config service.toml\n"
+                     "  privloss serve --config service.toml --port 8000")
     parser.set_defaults(handler=run)
 
 
@@ -55,9 +62,22 @@ def _load(path: str):
         raise CommandError(f"--config: {error}") from None
 
 
+def _startup_checked(config):
+    """Every dataset read and checked (the service's start-up), or CommandError."""
+    from privloss.service.app import check_service
+    from privloss.service.snapshots import StartupError
+
+    try:
+        return check_service(config)
+    except StartupError as error:
+        raise CommandError(f"--config: {error}") from None
+
+
 def run(args) -> int:
     if args.action == "add-analyst":
         return _add_analyst(args)
+    if args.action == "check":
+        return _check(args)
     if args.name is not None:
         raise CommandError(f"unexpected argument {args.name!r} (did you mean add-analyst?)")
     if not 0 <= args.port <= 65535:
@@ -83,6 +103,18 @@ def run(args) -> int:
         if args.demo:             # the demo's data, ledger and token are temporary
             import shutil
             shutil.rmtree(os.path.dirname(os.path.abspath(config_path)), ignore_errors=True)
+    return 0
+
+
+def _check(args) -> int:
+    if args.config is None or args.name is not None:
+        raise CommandError("usage: privloss serve check --config FILE")
+    config = _load(args.config)
+    store = _startup_checked(config)
+    for name in config.datasets:
+        snapshot = store.current(config.datasets[name])
+        print(f"dataset {name!r}: ok (version {snapshot.version or 'live'}, "
+              f"{len(snapshot.columns)} column(s))")
     return 0
 
 
@@ -126,14 +158,23 @@ def serve(config, *, host: str, port: int, workers: int = 1, token: str | None =
     else:
         print(f"privloss serve: {len(config.datasets)} dataset(s), {len(config.analysts)} "
               f"analyst(s); dashboard {url}", flush=True)
+    # X-Forwarded-For is read by the service itself, from trusted_proxies only
+    # (uvicorn would believe it from 127.0.0.1)
     if workers == 1:
         from privloss.cli.ledger import ledger_errors
-        with ledger_errors():      # a damaged, rolled-back or deleted ledger: exit 2, one line
-            app = create_app(config)
-        uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+        from privloss.service.snapshots import StartupError
+        try:
+            with ledger_errors():  # a damaged, rolled-back or deleted ledger: exit 2, one line
+                app = create_app(config)
+        except StartupError as error:
+            raise CommandError(f"--config: {error}") from None
+        uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False,
+                    proxy_headers=False)
         return
+    _startup_checked(config)      # before the workers: they reuse its snapshots
     os.environ["PRIVLOSS_SERVICE_CONFIG"] = os.path.abspath(config_path)
     if ledger_override is not None:
         os.environ["PRIVLOSS_SERVICE_LEDGER"] = ledger_override
     uvicorn.run("privloss.service.server:app_from_environment", factory=True, host=host,
-                port=port, workers=workers, log_level="warning", server_header=False)
+                port=port, workers=workers, log_level="warning", server_header=False,
+                proxy_headers=False)

@@ -6,10 +6,13 @@ Analysts send top-k and histogram *parameters* over HTTP (never SQL, never a
 column the operator did not declare); the service builds every query from the
 operator's configuration, charges the dataset's budget in the ledger before it
 reads any data, and answers with the noisy release and a receipt.  The
-pieces: :mod:`~privloss.service.config` (TOML), :mod:`~privloss.service.auth`
+pieces: :mod:`~privloss.service.config` (TOML), :mod:`~privloss.service.snapshots`
+(every dataset bound and read once at start-up), :mod:`~privloss.service.auth`
 (argon2id token hashes), :mod:`~privloss.service.queries` (the release path),
-:mod:`~privloss.service.app` (the FastAPI application), the dashboard, the
-rate limiter and the append-only audit log.
+:mod:`~privloss.service.app` (the FastAPI application),
+:mod:`~privloss.service.web` (problem+json errors, security headers, client
+addresses), the dashboard and its :mod:`~privloss.service.sessions`, the rate
+limiter and the append-only audit log.
 
 Privacy guarantee
 -----------------

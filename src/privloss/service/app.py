@@ -8,17 +8,23 @@ every request, outermost first: the audit record (one JSON line whatever the
 outcome, :mod:`privloss.service.audit`), the body limit (413 past
 ``max_body_bytes``, counted while reading, so a chunked body cannot
 bypass it), then authentication and the per-analyst rate limit inside the
-routes.  Every error is a JSON object ``{"error": message, "status": code,
-"field": ..., "value": ...}``; an unexpected exception becomes a 500 with a
-fixed message and an id that names the server log record (never a traceback).
+routes; every response carries the security headers of
+:mod:`privloss.service.web`.  Every error is RFC 9457 problem details
+(``application/problem+json``: ``type``, ``title``, ``status``, ``detail``,
+and ``field`` / ``value`` for a bad parameter); an unexpected exception
+becomes a 500 with a fixed message and an id that names the server log record
+(never a traceback).  Before serving, every dataset is read and checked
+(:mod:`privloss.service.snapshots`): a configuration that cannot be served
+does not start.
 
 Status codes: 401 no or bad token; 403 dataset or column not granted (an
 unknown dataset is also 403, so dataset names do not leak); 413 body too
 large; 422 bad parameters (naming field, value and allowed range); 409 the
 budget, an analyst's cap or the plan refuses (naming the binding
 constraint); 429 rate limit; 503 the ledger is damaged or unavailable, or the
-computation failed after the charge (the charge stays: a free failure would be
-an oracle).
+engine failed after the charge (an engine fault such as memory, since the data
+was bound and read at start-up; the charge stays: a free failure would be an
+oracle).
 
 Privacy guarantee
 -----------------
@@ -40,16 +46,20 @@ from dataclasses import dataclass, field
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from privloss.service.audit import AuditLog
 from privloss.service.auth import TokenStore
+from privloss.service.sessions import SessionStore
 from privloss.service.ratelimit import RateLimiter
+from privloss.service.web import SecurityHeaders, client_address, problem_response, shown
 
 __all__ = ["create_app", "ServiceError", "ServiceState"]
 
 LOGGER = logging.getLogger("privloss.service")
+#: failed sign-ins per client address: (per second, burst); past it, failing
+#: tokens from that address get 429 (valid tokens never do)
+FAILED_SIGN_INS = (1.0, 10)
 
 
 class ServiceError(Exception):
@@ -70,6 +80,8 @@ class ServiceState:
     audit: AuditLog
     limiter: RateLimiter
     failures: RateLimiter
+    snapshots: object = None
+    sessions: object = None
     _local: threading.local = field(default_factory=threading.local)
     _loop_ledger: object = None
 
@@ -143,14 +155,16 @@ class AuditTrail:
     group and streams per request): one audit record per HTTP request, from what
     the routes put in ``request.state.audit`` / ``outcome`` and the status sent."""
 
-    def __init__(self, app, log: AuditLog):
-        self.app, self.log = app, log
+    def __init__(self, app, log: AuditLog, trusted_proxies=()):
+        self.app, self.log, self.trusted_proxies = app, log, trusted_proxies
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         started = time.perf_counter()
         status = 500
+        address = client_address(scope, self.trusted_proxies)
+        scope.setdefault("state", {})["client_address"] = address
 
         async def send_and_note(message):
             nonlocal status
@@ -162,7 +176,6 @@ class AuditTrail:
         finally:
             state = scope.get("state") or {}
             record = state.get("audit") or {}        # set by the routes
-            client = scope.get("client")
             self.log.write(
                 analyst=record.get("analyst"), dataset=record.get("dataset"),
                 parameters=record.get("parameters"), release_id=record.get("release_id"),
@@ -170,33 +183,52 @@ class AuditTrail:
                 outcome=state.get("outcome") or record.get("outcome")
                 or ("ok" if status < 400 else f"error-{status}"),
                 status=status, method=scope.get("method"), path=scope.get("path"),
-                client=client[0] if client else None,
+                client=address,
                 seconds=round(time.perf_counter() - started, 6))
 
 
 async def _too_large(limit: int, scope, send):
-    response = JSONResponse({"error": f"request body larger than {limit} bytes",
-                             "status": 413}, status_code=413)
+    response = problem_response(413, f"request body larger than {limit} bytes",
+                                outcome="body-too-large")
     scope.setdefault("state", {})["audit"] = {"outcome": "body-too-large"}
     await response(scope, None, send)
 
 
-def _error_response(status: int, message: str, field=None, value=None, headers=None):
-    body = {"error": message, "status": status}
-    if field is not None:
-        body["field"] = field
-        body["value"] = _shown(value)
-    return JSONResponse(body, status_code=status, headers=headers)
+def _state_dir(config):
+    from pathlib import Path
+
+    if config.state_dir is not None:
+        return Path(config.state_dir)
+    base = Path(config.tokens).parent
+    return base / "privloss.state"
 
 
-def _shown(value):
-    """The offending input as shown back: JSON-safe (NaN as text) and short."""
-    import json
-    try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return repr(value)[:200]
-    return value if len(text) <= 200 else text[:200] + "..."
+def check_datasets(config):
+    """Read and check every dataset (:mod:`privloss.service.snapshots`); the
+    :class:`~privloss.service.snapshots.SnapshotStore` serving them, or
+    ``StartupError`` naming the dataset and the column or expression."""
+    from privloss.service.snapshots import SnapshotStore
+
+    directory = _state_dir(config)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)     # snapshots hold rows
+    store = SnapshotStore(directory)
+    store.load_all(config.datasets.values())
+    return store
+
+
+def check_service(config):
+    """What start-up checks, without serving: every dataset
+    (:func:`check_datasets`) and every plan file; the snapshot store."""
+    from privloss.service.queries import check_plan
+    from privloss.service.snapshots import StartupError
+
+    store = check_datasets(config)
+    for dataset in config.datasets.values():
+        try:
+            check_plan(dataset)
+        except ValueError as error:
+            raise StartupError(str(error)) from None
+    return store
 
 
 def open_anchored_ledger(config, *, startup: bool = True):
@@ -244,13 +276,17 @@ def create_app(config) -> FastAPI:
     from privloss.service import dashboard, routes, sql_route
     from privloss.service.queries import ensure_dataset
 
+    snapshots = check_service(config)           # StartupError: nothing is served
     ledger = open_anchored_ledger(config)
     for dataset in config.datasets.values():
         ensure_dataset(ledger, dataset)
     state = ServiceState(config=config, tokens=TokenStore(config.tokens),
                          audit=AuditLog(config.audit_log),
                          limiter=RateLimiter(config.rate, config.burst),
-                         failures=RateLimiter(max(1.0, config.rate), max(5, config.burst)))
+                         failures=RateLimiter(*FAILED_SIGN_INS),
+                         snapshots=snapshots,
+                         sessions=SessionStore(_state_dir(config) / "sessions.sqlite",
+                                               hours=config.session_hours))
     app = FastAPI(title="privloss query service", version="1",
                   description="Differentially private top-k and histograms over datasets you "
                               "cannot see, charged to budgets you cannot bypass.",
@@ -260,8 +296,8 @@ def create_app(config) -> FastAPI:
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, error: ServiceError):
         request.state.outcome = error.outcome
-        return _error_response(error.status, error.message, error.field, error.value,
-                               error.headers)
+        return problem_response(error.status, error.message, field=error.field,
+                                value=error.value, outcome=error.outcome, headers=error.headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, error: RequestValidationError):
@@ -270,22 +306,27 @@ def create_app(config) -> FastAPI:
         location = [str(part) for part in first.get("loc", ()) if part != "body"]
         field = ".".join(location) or None
         message = f"{field or 'body'}: {first.get('msg', 'invalid request')}"
-        return _error_response(422, message, field, _shown(first.get("input")))
+        return problem_response(422, message, field=field, value=shown(first.get("input")),
+                                outcome="bad-parameters")
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException):
         request.state.outcome = f"error-{error.status_code}"
-        return _error_response(error.status_code, str(error.detail))
+        return problem_response(error.status_code, str(error.detail),
+                                headers=getattr(error, "headers", None))
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception):
         error_id = secrets.token_hex(4)
-        LOGGER.error("privloss service error %s: %s: %s", error_id, type(error).__name__, error)
-        return _error_response(500, f"internal error (error id {error_id})")
+        LOGGER.error("privloss service error %s: %s: %s", error_id, type(error).__name__,
+                     ascii(str(error)))
+        return problem_response(500, f"internal error (error id {error_id})",
+                                outcome="internal-error")
 
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
 
-    app.add_middleware(AuditTrail, log=state.audit)
+    app.add_middleware(AuditTrail, log=state.audit, trusted_proxies=config.trusted_proxies)
+    app.add_middleware(SecurityHeaders)
 
     app.include_router(routes.router)
     app.include_router(sql_route.router)

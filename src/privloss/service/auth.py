@@ -34,7 +34,7 @@ import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["TokenStore", "new_token", "add_analyst", "TOKEN_PREFIX"]
+__all__ = ["TokenStore", "new_token", "add_analyst", "token_id_of", "TOKEN_PREFIX"]
 
 TOKEN_PREFIX = "plk"
 _FORMAT = "privloss-tokens-1"
@@ -86,6 +86,14 @@ def add_analyst(path, name: str, *, hasher=None) -> str:
     return token
 
 
+def token_id_of(token) -> str | None:
+    """The id part of a well-formed token, else None."""
+    if not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN_LENGTH:
+        return None
+    parts = token.split("_", 2)
+    return parts[1] if len(parts) == 3 and parts[0] == TOKEN_PREFIX and parts[1] else None
+
+
 class TokenStore:
     """Verifies tokens against the token file (re-read when it changes)."""
 
@@ -125,6 +133,23 @@ class TokenStore:
             self._reload()
             return {name for name, _ in self._by_id.values()}
 
+    def known_id(self, token) -> bool:
+        """Whether ``token`` names an issued token id (no hashing; ids are not
+        secrets: a token is its secret)."""
+        token_id = token_id_of(token)
+        with self._lock:
+            self._reload()
+            return token_id is not None and token_id in self._by_id
+
+    def current_id(self, name: str) -> str | None:
+        """The id of ``name``'s current token (None: none issued)."""
+        with self._lock:
+            self._reload()
+            for token_id, (holder, _) in self._by_id.items():
+                if holder == name:
+                    return token_id
+        return None
+
     def remembered(self, token) -> bool:
         """Whether ``token`` was verified before (a dictionary lookup, no hashing):
         the caller may then verify it without leaving the event loop."""
@@ -148,8 +173,7 @@ class TokenStore:
             entries = self._by_id
         if known is not None:
             return known
-        parts = token.split("_", 2)
-        token_id = parts[1] if len(parts) == 3 and parts[0] == TOKEN_PREFIX else ""
+        token_id = token_id_of(token) or ""
         name, hashed = entries.get(token_id, (None, self._dummy))
         try:
             self._hasher.verify(hashed, token)

@@ -11,6 +11,10 @@ Definition
     max_body_bytes = 65536            # larger request bodies: 413
     rate = 10.0                       # requests per second per analyst (token bucket) ...
     burst = 20                        # ... and its depth; past it: 429
+    state_dir = "state"               # snapshots of the data, dashboard sessions
+                                      # (default: <config>.state)
+    trusted_proxies = ["127.0.0.1"]   # peers whose X-Forwarded-For is believed (default: none)
+    session_hours = 8.0               # dashboard sessions expire on the server
 
     [[dataset]]
     name = "retail"
@@ -114,6 +118,9 @@ class ServiceConfig:
     max_body_bytes: int = 65536
     rate: float = 10.0
     burst: int = 20
+    state_dir: Path | None = None
+    trusted_proxies: tuple = ()
+    session_hours: float = 8.0
 
 
 def _fail(where: str, message: str):
@@ -166,6 +173,9 @@ def _dataset(entry, base: Path, number: int) -> DatasetConfig:
     if not isinstance(columns, list) or not columns:
         _fail(where, "columns must be a non-empty list of column names analysts may count")
     columns = tuple(_identifier(where, "columns entry", column) for column in columns)
+    repeated = sorted({column for column in columns if columns.count(column) > 1})
+    if repeated:
+        _fail(where, f"columns lists {', '.join(map(repr, repeated))} more than once")
     if user in columns:
         _fail(where, f"columns must not contain the privacy-unit column {user!r} (counting "
                      f"users by their own id would release ids)")
@@ -233,6 +243,24 @@ def _analyst(entry, datasets: dict, number: int) -> AnalystConfig:
     return AnalystConfig(name, tuple(granted), epsilon, delta)
 
 
+def _proxies(value) -> tuple:
+    """``trusted_proxies``: addresses or networks (``10.0.0.0/8``) of reverse
+    proxies whose ``X-Forwarded-For`` is believed."""
+    import ipaddress
+
+    if not isinstance(value, list) or len(value) > 256:
+        _fail("[service]", f"trusted_proxies must be a list of IP addresses or networks, "
+                           f"got {value!r}")
+    networks = []
+    for entry in value:
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except (TypeError, ValueError):
+            _fail("[service]", f"trusted_proxies entry must be an IP address or network "
+                               f"such as 127.0.0.1 or 10.0.0.0/8, got {entry!r}")
+    return tuple(networks)
+
+
 def config_from_dict(data: dict, base: Path, path: Path | None = None) -> ServiceConfig:
     """Check a parsed configuration (see the module docstring)."""
     service = data.get("service", {})
@@ -240,7 +268,8 @@ def config_from_dict(data: dict, base: Path, path: Path | None = None) -> Servic
     if unknown:
         _fail("config", f"unknown section(s) {', '.join(unknown)} (allowed: service, "
                         f"[[dataset]], [[analyst]])")
-    allowed = {"ledger", "tokens", "audit_log", "max_body_bytes", "rate", "burst"}
+    allowed = {"ledger", "tokens", "audit_log", "max_body_bytes", "rate", "burst", "state_dir",
+               "trusted_proxies", "session_hours"}
     if not isinstance(service, dict) or set(service) - allowed:
         _fail("[service]", f"unknown field(s) {', '.join(sorted(set(service) - allowed))} "
                            f"(allowed: {', '.join(sorted(allowed))})")
@@ -260,6 +289,10 @@ def config_from_dict(data: dict, base: Path, path: Path | None = None) -> Servic
     burst = service.get("burst", 20)
     if isinstance(burst, bool) or not isinstance(burst, int) or not 1 <= burst <= 1_000_000:
         _fail("[service]", f"burst must be an integer in [1, 1000000], got {burst!r}")
+    state_dir = _path(base, service.get("state_dir", f"{stem}.state"), "[service]", "state_dir")
+    proxies = _proxies(service.get("trusted_proxies", []))
+    session_hours = _number("[service]", "session_hours", service.get("session_hours", 8.0),
+                            low=0.01, high=24.0 * 30)
     entries = data.get("dataset", [])
     if not isinstance(entries, list) or not entries:
         _fail("config", "declare at least one [[dataset]]")
@@ -277,7 +310,8 @@ def config_from_dict(data: dict, base: Path, path: Path | None = None) -> Servic
         analysts[analyst.name] = analyst
     return ServiceConfig(path=path, ledger=ledger, tokens=tokens, audit_log=audit,
                          datasets=datasets, analysts=analysts, max_body_bytes=body, rate=rate,
-                         burst=burst)
+                         burst=burst, state_dir=state_dir, trusted_proxies=proxies,
+                         session_hours=session_hours)
 
 
 def load_config(path) -> ServiceConfig:

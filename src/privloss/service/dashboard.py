@@ -2,9 +2,12 @@
 
 Definition
 ----------
-Sign in with a token (``POST /login``): the token goes into a cookie
-``privloss_session`` (HttpOnly, SameSite=Strict, Secure over HTTPS) and is
-verified like a bearer token on every page.  Per dataset: gauges of epsilon
+Sign in with a token (``POST /login``): the service opens a server-side
+session (:mod:`privloss.service.sessions`) whose random id, never the token,
+goes into the cookie ``privloss_session`` (HttpOnly, SameSite=Strict, Secure
+over HTTPS); the session expires on the server after ``session_hours``, ends
+at logout and when the token is re-issued.  Every form carries a CSRF token
+(the session's; the sign-in form's is a double-submit cookie).  Per dataset: gauges of epsilon
 and delta spent (mine and the dataset's), a query form whose first button is
 the dry run (``/datasets/{name}/preview``: nothing spent) and whose second
 button, shown with the preview, releases; the release history with receipts;
@@ -19,7 +22,8 @@ privacy filter, and (eps, delta)-DP is exactly f_{eps,delta}-DP
 Privacy guarantee
 -----------------
 Shows only what the JSON API returns to the same analyst.  POSTs from another
-origin are refused (403) on top of SameSite=Strict.
+origin (``Origin: null`` too) or without the form's CSRF token are refused
+(403) on top of SameSite=Strict.
 
 Runtime
 -------
@@ -50,22 +54,65 @@ def mount_static(app) -> None:
     app.mount("/static", StaticFiles(directory=str(_HERE / "static")), name="static")
 
 
-def _signed_in(request: Request):
-    from privloss.service.routes import authenticate
-    if not request.cookies.get(COOKIE):
+LOGIN_COOKIE = "privloss_login"
+
+
+def _session(request: Request):
+    """The request's live session (None: none, expired, ended, or its token was
+    re-issued)."""
+    state = request.app.state.service
+    session = state.sessions.get(request.cookies.get(COOKIE))
+    if session is None or state.tokens.current_id(session.analyst) != session.token_id \
+            or session.analyst not in state.config.analysts:
         return None
-    return authenticate(request, cookie=True)
+    return session
+
+
+def _signed_in(request: Request):
+    """The signed-in analyst (None: not signed in); 429 past the analyst's rate."""
+    from privloss.service.routes import rate_limited
+
+    session = _session(request)
+    if session is None:
+        return None
+    state = request.app.state.service
+    analyst = state.config.analysts[session.analyst]
+    request.state.audit = {"analyst": analyst.name}
+    request.state.csrf = session.csrf
+    rate_limited(state, analyst)
+    return analyst
 
 
 def _same_origin(request: Request) -> None:
+    """Refuse a form posted from another origin (an opaque ``Origin: null`` too)."""
     origin = request.headers.get("origin")
-    if origin is not None and origin != "null" \
+    if origin is not None \
             and origin.rstrip("/") != f"{request.url.scheme}://{request.url.netloc}":
         raise ServiceError(403, "cross-origin form refused", outcome="cross-origin")
 
 
+def _check_csrf(request: Request, form, session) -> None:
+    if session is None or not session.csrf_matches(form.get("csrf")):
+        raise ServiceError(403, "the form's CSRF token is missing or wrong; reload the page",
+                           outcome="csrf")
+
+
 def _page(request: Request, name: str, context: dict, status: int = 200):
+    context = {"csrf": getattr(request.state, "csrf", None), **context}
     return templates.TemplateResponse(request, name, context, status_code=status)
+
+
+def _login_page(request: Request, error, status: int = 200):
+    """The sign-in form with a fresh CSRF value, also set as a cookie (double
+    submit: a cross-site form cannot read or set it)."""
+    import secrets
+
+    value = secrets.token_urlsafe(32)
+    request.state.csrf = value
+    response = _page(request, "login.html", {"error": error}, status)
+    response.set_cookie(LOGIN_COOKIE, value, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", path="/login", max_age=3600)
+    return response
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -75,9 +122,9 @@ def home(request: Request):
     try:
         analyst = _signed_in(request)
     except ServiceError as error:
-        return _page(request, "login.html", {"error": error.message}, error.status)
+        return _login_page(request, error.message, error.status)
     if analyst is None:
-        return _page(request, "login.html", {"error": None})
+        return _login_page(request, None)
     state = request.app.state.service
     entries = [call_ledger(_dataset_entry, state, analyst, state.config.datasets[name])
                for name in analyst.datasets]
@@ -86,30 +133,50 @@ def home(request: Request):
 
 @router.post("/login")
 async def login(request: Request):
+    import hmac
+
+    from starlette.concurrency import run_in_threadpool
+
+    from privloss.service.auth import token_id_of
+    from privloss.service.routes import client_of, sign_in
+
     _same_origin(request)
     form = await request.form()
-    token = str(form.get("token", "")).strip()
+    expected = request.cookies.get(LOGIN_COOKIE) or ""
+    given = form.get("csrf")
+    if not expected or not isinstance(given, str) or not hmac.compare_digest(
+            given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")):
+        request.state.outcome = "csrf"
+        return _login_page(request, "the sign-in form expired; sign in again", 403)
+    token = form.get("token", "")
+    token = token.strip() if isinstance(token, str) else ""
     state = request.app.state.service
-    client = request.client.host if request.client else "?"
-    if not state.failures.available(client):
-        return _page(request, "login.html", {"error": "too many failed sign-ins; wait a "
-                                                      "little"}, 429)
-    name = state.tokens.verify(token) if token else None
-    if name is None or name not in state.config.analysts:
-        state.failures.allow(client)
-        request.state.outcome = "unauthorized"
-        return _page(request, "login.html", {"error": "unknown token"}, 401)
-    request.state.audit = {"analyst": name}
+    try:
+        analyst = await run_in_threadpool(sign_in, state, token, client_of(request))
+    except ServiceError as error:
+        request.state.outcome = error.outcome
+        message = "unknown token" if error.status == 401 else \
+            "too many failed sign-ins; wait a little"
+        return _login_page(request, message, error.status)
+    session_id, session = state.sessions.create(analyst.name, token_id_of(token))
+    request.state.audit = {"analyst": analyst.name}
     request.state.outcome = "signed-in"
     response = RedirectResponse("/", status_code=303)
-    response.set_cookie(COOKIE, token, httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https", path="/", max_age=8 * 3600)
+    response.set_cookie(COOKIE, session_id, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", path="/",
+                        max_age=int(state.sessions.seconds))
+    response.delete_cookie(LOGIN_COOKIE, path="/login")
     return response
 
 
 @router.post("/logout")
-def logout(request: Request):
+async def logout(request: Request):
     _same_origin(request)
+    form = await request.form()
+    session = _session(request)
+    _check_csrf(request, form, session)
+    request.app.state.service.sessions.end(request.cookies.get(COOKIE))
+    request.state.outcome = "signed-out"
     response = RedirectResponse("/", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response
@@ -140,7 +207,22 @@ def _form_parameters(form) -> tuple[str, dict]:
     choice = (form.get("algorithm") or "").strip()
     if choice:
         parameters["algorithm" if command == "topk" else "noise"] = choice
-    return command, parameters
+    return command, _checked(parameters)
+
+
+def _checked(parameters: dict) -> dict:
+    """The API's checks and ranges (routes.QueryParameters), before anything is
+    charged: ValueError naming the field."""
+    from pydantic import ValidationError
+
+    from privloss.service.routes import QueryParameters
+
+    try:
+        return QueryParameters.model_validate(parameters).model_dump(exclude_none=True)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first.get("loc", ())) or "form"
+        raise ValueError(f"{field}: {first.get('msg', 'invalid')}") from None
 
 
 def _dataset_page(request: Request, name: str, *, plan=None, release=None, error=None,
@@ -176,6 +258,8 @@ async def _act(request: Request, name: str, action: str):
     analyst = await run_in_threadpool(_signed_in, request)
     if analyst is None:
         return RedirectResponse("/", status_code=303)
+    _check_csrf(request, form, _session(request))
+    form.pop("csrf", None)
     dataset = granted_dataset(request, analyst, name)
     state = request.app.state.service
     try:
@@ -187,8 +271,9 @@ async def _act(request: Request, name: str, action: str):
             request.state.outcome = "planned"
             return await run_in_threadpool(_dataset_page, request, name, plan=result,
                                            form=form)
+        snapshot = await run_in_threadpool(state.snapshots.current, dataset)
         result = await run_in_threadpool(call_ledger, run_release, state.ledger, dataset,
-                                         analyst, command, parameters)
+                                         analyst, command, parameters, snapshot=snapshot)
         request.state.audit["release_id"] = result["receipt"]["release_id"]
         request.state.outcome = "stored-answer" if result["receipt"]["cached"] else "released"
         return await run_in_threadpool(_dataset_page, request, name, release=result, form=form)

@@ -44,7 +44,6 @@ transactions per release; a plan is one calibration and one ledger read.
 from __future__ import annotations
 
 import collections
-import os
 import threading
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -81,6 +80,12 @@ def _plan_items(dataset):
         raise ValueError(f"dataset {dataset.name!r}: plan {dataset.plan}: {error}") from None
 
 
+def check_plan(dataset) -> None:
+    """A dataset's plan file reads (ValueError naming the dataset and the file)."""
+    if dataset.plan is not None:
+        _plan_items(dataset)
+
+
 def ensure_dataset(ledger, dataset, name: str | None = None) -> str:
     """Create the ledger dataset ``name`` (default: the current window) with the
     dataset's budget if it is missing; return its name.  Another process
@@ -103,37 +108,33 @@ def ensure_dataset(ledger, dataset, name: str | None = None) -> str:
     return name
 
 
-def data_input(dataset):
-    """What the engine reads: the operator's file, SQL or Spark table."""
-    from privloss.query.inputs import SparkTable, SqlQuery, resolve_input
+def data_input(dataset, snapshot=None):
+    """What the engine reads: the dataset's snapshot
+    (:mod:`privloss.service.snapshots`), or a Spark table."""
+    from privloss.query.inputs import SparkTable, resolve_input
 
-    if dataset.path is not None:
-        return resolve_input(Path(dataset.path))
-    if dataset.sql is not None:
-        return SqlQuery(dataset.sql, tables={name: str(path)
-                                             for name, path in dataset.tables.items()} or None)
-    return SparkTable(dataset.spark_table)
-
-
-def _stat(path: Path) -> list:
-    if path.is_dir():
-        return [_stat(child) for child in sorted(path.iterdir()) if child.is_file()]
-    status = os.stat(path)
-    return [str(path), status.st_size, status.st_mtime_ns]
+    if snapshot is not None and snapshot.path is not None:
+        return resolve_input(Path(snapshot.path))
+    if dataset.spark_table is not None:
+        return SparkTable(dataset.spark_table)
+    raise RuntimeError(f"dataset {dataset.name!r} has no snapshot (the service loads one "
+                       f"at start-up)")
 
 
-def fingerprint(dataset) -> dict:
-    """The data's identity in the repeated-query key: the operator's ``version``
-    if given, else the files' names, sizes and modification times; a source
-    without files or version gets a fresh nonce (every release is new)."""
+def fingerprint(dataset, snapshot=None) -> dict:
+    """The data's identity in the repeated-query key: the snapshot's version (a
+    keyed MAC of its bytes) and the operator's ``version`` if given; a Spark
+    table without ``version`` gets a fresh nonce (every release is new)."""
     import secrets
 
+    key = {"dataset": dataset.name}
     if dataset.version is not None:
-        return {"dataset": dataset.name, "version": dataset.version}
-    files = ([dataset.path] if dataset.path is not None else []) + list(dataset.tables.values())
-    if not files:
-        return {"dataset": dataset.name, "unfingerprinted": secrets.token_hex(16)}
-    return {"dataset": dataset.name, "files": [_stat(Path(path)) for path in files]}
+        key["version"] = dataset.version
+    if snapshot is not None and snapshot.path is not None:
+        key["snapshot"] = snapshot.version
+    elif dataset.version is None:
+        key["unfingerprinted"] = secrets.token_hex(16)
+    return key
 
 
 def build_request(command: str, body: dict, dataset, interaction: str):
@@ -237,8 +238,10 @@ def plan_release(ledger, dataset, analyst, command: str, body: dict) -> dict:
     return view
 
 
-def run_release(ledger, dataset, analyst, command: str, body: dict) -> dict:
-    """Charge, then compute; the response body (release, receipt, budget)."""
+def run_release(ledger, dataset, analyst, command: str, body: dict, snapshot=None) -> dict:
+    """Charge, then compute; the response body (release, receipt, budget).
+    ``snapshot``: what to read (:meth:`SnapshotStore.current`, taken before
+    the charge)."""
     from privloss.query.engines import bounded_histogram
     from privloss.query.errors import ComputationFailed, computation_failed
 
@@ -246,11 +249,11 @@ def run_release(ledger, dataset, analyst, command: str, body: dict) -> dict:
     request = build_request(command, body, dataset, dataset.interaction)
     events = request.events()
     column = body["column"]
-    key = {**request.query_key(fingerprint(dataset), user_column=dataset.user_column,
+    key = {**request.query_key(fingerprint(dataset, snapshot), user_column=dataset.user_column,
                                item_column=column, seed=None), "analyst": analyst.name}
     if body.get("label") is not None:
         key["label"] = body["label"]
-    source = data_input(dataset)
+    source = data_input(dataset, snapshot)
     spec = request.spec
 
     def compute() -> dict:

@@ -37,33 +37,65 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from privloss.service.app import LOGGER, ServiceError
 
 __all__ = ["router", "QueryParameters", "PlanParameters", "current_analyst", "call_ledger",
-           "note_release"]
+           "note_release", "Text", "Epsilon", "Delta", "LIMITS"]
 
 router = APIRouter(prefix="/v1")
 
-Label = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+#: the documented range of every numeric parameter (docs/service.md, "Parameters");
+#: checked before anything is charged or read
+LIMITS = {"epsilon": (1e-3, 1e6), "k": (1, 10_000), "l0": (1, 10_000), "linf": (1, 10_000),
+          "d_bar": (1, 100_000), "domain": (1, 10_000)}
+
+
+def _unicode(text: str) -> str:
+    """Refuse text that is not valid Unicode (a lone surrogate such as \\ud800
+    decodes from JSON but cannot be stored, logged or compared as UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (no lone surrogate code points)") \
+            from None
+    return text
+
+
+def Text(max_length: int, min_length: int = 1):
+    """A string type: ``min_length`` to ``max_length`` characters of valid Unicode."""
+    return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length),
+                     AfterValidator(_unicode)]
+
+
+def _bounded_int(name: str):
+    low, high = LIMITS[name]
+    return Annotated[int, Field(ge=low, le=high)]
+
+
+Epsilon = Annotated[float, Field(ge=LIMITS["epsilon"][0], le=LIMITS["epsilon"][1])]
+Delta = Annotated[float, Field(ge=0.0, lt=1.0)]
+Label = Text(200)
 
 
 class QueryParameters(BaseModel):
-    """A release's public parameters (see the module docstring)."""
+    """A release's public parameters (see the module docstring); every range
+    is :data:`LIMITS`."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    column: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-    epsilon: float
-    delta: float = 0.0
-    k: int | None = None
-    l0: int | None = None
-    linf: int = 1
-    d_bar: int | None = None
-    domain: list[Label] | None = Field(default=None, max_length=10_000)
-    algorithm: str | None = Field(default=None, max_length=40)
-    noise: str | None = Field(default=None, max_length=40)
+    column: Text(200)
+    epsilon: Epsilon
+    delta: Delta = 0.0
+    k: _bounded_int("k") | None = None
+    l0: _bounded_int("l0") | None = None
+    linf: _bounded_int("linf") = 1
+    d_bar: _bounded_int("d_bar") | None = None
+    domain: list[Label] | None = Field(default=None, min_length=1,
+                                       max_length=LIMITS["domain"][1])
+    algorithm: Text(40) | None = None
+    noise: Text(40) | None = None
     label: Label | None = None
 
 
@@ -71,38 +103,62 @@ class PlanParameters(QueryParameters):
     command: Literal["topk", "histogram"] = "topk"
 
 
-def _token_of(request: Request, *, cookie: bool) -> str | None:
+def _token_of(request: Request) -> str | None:
     header = request.headers.get("authorization")
     if header is not None:
         scheme, _, token = header.partition(" ")
         return token.strip() if scheme.lower() == "bearer" else None
-    if cookie:
-        return request.cookies.get("privloss_session")
     return None
 
 
-def authenticate(request: Request, *, cookie: bool = False):
-    """The analyst (config entry) holding the request's token; 401 / 429."""
-    state = request.app.state.service
-    client = request.client.host if request.client else "?"
-    if not state.failures.available(client):
+def client_of(request: Request) -> str:
+    """The client's address (behind trusted proxies:
+    :func:`privloss.service.web.client_address`)."""
+    address = getattr(request.state, "client_address", None)
+    if address is None:
+        address = request.client.host if request.client else "?"
+    return address
+
+
+def sign_in(state, token, client: str):
+    """The analyst (config entry) holding ``token``, or ServiceError 401 / 429.
+
+    A valid token is never refused because of failures by others: failed
+    attempts are counted per client address, and an address past its limit is
+    refused (429) only for tokens that fail; a token whose id was never issued
+    is then refused without the argon2 work (no valid token has such an id)."""
+    locked = not state.failures.available(client)
+    name = None
+    if token and (not locked or state.tokens.known_id(token)
+                  or state.tokens.remembered(token)):
+        name = state.tokens.verify(token)
+    analyst = state.config.analysts.get(name) if name is not None else None
+    if analyst is not None:
+        return analyst
+    state.failures.allow(client)
+    if locked:
         raise ServiceError(429, "too many failed sign-ins from this address; slow down",
                            outcome="rate-limited-auth",
                            headers={"Retry-After": str(state.failures.retry_after())})
-    token = _token_of(request, cookie=cookie)
-    name = state.tokens.verify(token) if token else None
-    analyst = state.config.analysts.get(name) if name is not None else None
-    if analyst is None:
-        state.failures.allow(client)
-        raise ServiceError(401, "missing or invalid token (send 'Authorization: Bearer "
-                                "<token>')", outcome="unauthorized",
-                           headers={"WWW-Authenticate": "Bearer"})
-    request.state.audit = {"analyst": analyst.name}
+    raise ServiceError(401, "missing or invalid token (send 'Authorization: Bearer <token>')",
+                       outcome="unauthorized", headers={"WWW-Authenticate": "Bearer"})
+
+
+def rate_limited(state, analyst) -> None:
+    """429 past the analyst's own request rate."""
     if not state.limiter.allow(analyst.name):
         raise ServiceError(429, f"rate limit: at most {state.config.rate:g} requests per "
                                 f"second (burst {state.config.burst})",
                            outcome="rate-limited",
                            headers={"Retry-After": str(state.limiter.retry_after())})
+
+
+def authenticate(request: Request):
+    """The analyst holding the request's bearer token; 401 / 429."""
+    state = request.app.state.service
+    analyst = sign_in(state, _token_of(request), client_of(request))
+    request.state.audit = {"analyst": analyst.name}
+    rate_limited(state, analyst)
     return analyst
 
 
@@ -112,7 +168,7 @@ async def current_analyst(request: Request):
     in the thread pool so that it never blocks other requests."""
     from starlette.concurrency import run_in_threadpool
 
-    token = _token_of(request, cookie=False)
+    token = _token_of(request)
     if token and request.app.state.service.tokens.remembered(token):
         return authenticate(request)
     return await run_in_threadpool(authenticate, request)
@@ -154,8 +210,14 @@ def call_ledger(function, *args, **kwargs):
         raise ServiceError(503, "the budget ledger is unavailable; try again later",
                            outcome="ledger-unavailable") from None
     except ComputationFailed as error:
-        raise ServiceError(503, f"{error}; the release stays charged",
+        raise ServiceError(503, f"the engine failed after the charge (an engine fault: the "
+                                f"data was read at start-up; error id {error.error_id} in the "
+                                f"operator's log); the release stays charged",
                            outcome="computation-failed") from None
+    except ArithmeticError:        # parameters whose calibration over- or underflows
+        raise ServiceError(422, "the parameters are outside the range the calibration can "
+                                "compute (see the documented ranges)",
+                           outcome="bad-parameters") from None
     except (ValueError, TypeError) as error:
         message = str(error)
         field = message.split(" ", 1)[0] if message else None
@@ -280,7 +342,9 @@ def _release(command: str, name: str, body: QueryParameters, request: Request, a
     dataset = granted_dataset(request, analyst, name)
     parameters = _parameters(body)
     request.state.audit["parameters"] = {"command": command, **parameters}
-    result = call_ledger(run_release, state.ledger, dataset, analyst, command, parameters)
+    snapshot = state.snapshots.current(dataset)       # before the charge
+    result = call_ledger(run_release, state.ledger, dataset, analyst, command, parameters,
+                         snapshot=snapshot)
     note_release(request, result)
     return result
 

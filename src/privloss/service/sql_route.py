@@ -46,35 +46,56 @@ import re
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from privloss.service.app import ServiceError
-from privloss.service.routes import call_ledger, current_analyst, granted_dataset, note_release
+from privloss.service.routes import (Delta, Epsilon, Text, call_ledger, current_analyst,
+                                     granted_dataset, note_release)
 
-__all__ = ["router", "SqlParameters", "checked_query", "plan_sql", "run_sql"]
+__all__ = ["router", "SqlParameters", "checked_query", "plan_sql", "run_sql", "SQL_LIMITS"]
 
 router = APIRouter(prefix="/v1")
 
-ColumnName = Annotated[str, StringConstraints(min_length=1, max_length=200)]
-KeyValue = Annotated[str, StringConstraints(max_length=200)] | int
+#: documented ranges (docs/service.md): a bound's magnitude, groups per unit,
+#: rows per (unit, group), budget shares; checked before anything is charged
+SQL_LIMITS = {"bound": 1e12, "max_groups": (1, 1_000), "max_rows_per_group": (1, 10_000),
+              "keys": 10_000, "budget_split": (1e-6, 1e6)}
+
+ColumnName = Text(200)
+KeyValue = Text(200, min_length=0) | Annotated[int, Field(ge=-(1 << 63), lt=1 << 63)]
+Bound = Annotated[float, Field(ge=-SQL_LIMITS["bound"], le=SQL_LIMITS["bound"])]
+Share = Annotated[float, Field(ge=SQL_LIMITS["budget_split"][0],
+                               le=SQL_LIMITS["budget_split"][1])]
 
 
 class SqlParameters(BaseModel):
-    """An SQL release's text and public parameters (see the module docstring)."""
+    """An SQL release's text and public parameters (see the module docstring);
+    ranges: :data:`SQL_LIMITS` and :data:`privloss.service.routes.LIMITS`."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    query: Annotated[str, StringConstraints(min_length=1, max_length=4000)]
-    epsilon: float
-    delta: float = 0.0
-    bounds: dict[ColumnName, tuple[float, float]] = Field(default_factory=dict, max_length=64)
-    max_groups: int = 1
-    max_rows_per_group: int = 1
-    keys: list[list[KeyValue] | KeyValue] | None = Field(default=None, max_length=10_000)
-    noise: str = Field(default="laplace", max_length=40)
-    budget_split: dict[ColumnName, float] | None = Field(default=None, max_length=64)
+    query: Text(4000)
+    epsilon: Epsilon
+    delta: Delta = 0.0
+    bounds: dict[ColumnName, tuple[Bound, Bound]] = Field(default_factory=dict, max_length=64)
+    max_groups: Annotated[int, Field(ge=SQL_LIMITS["max_groups"][0],
+                                     le=SQL_LIMITS["max_groups"][1])] = 1
+    max_rows_per_group: Annotated[int, Field(ge=SQL_LIMITS["max_rows_per_group"][0],
+                                             le=SQL_LIMITS["max_rows_per_group"][1])] = 1
+    keys: list[list[KeyValue] | KeyValue] | None = Field(default=None,
+                                                         max_length=SQL_LIMITS["keys"])
+    noise: Text(40) = "laplace"
+    budget_split: dict[ColumnName, Share] | None = Field(default=None, max_length=64)
     consistent: bool = False
-    label: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = None
+    label: Text(200) | None = None
+
+    @model_validator(mode="after")
+    def _ordered_bounds(self):
+        for column, (low, high) in self.bounds.items():
+            if not low < high:
+                raise ValueError(f"bounds of {column[:64]!r} must be [low, high] with low < "
+                                 f"high, got [{low!r}, {high!r}]")
+        return self
 
 
 def _refuse(message: str, field: str | None, value=None, *, status: int = 422,
@@ -180,6 +201,9 @@ def checked_query(dataset, body: dict):
                           max_rows_per_group=body.get("max_rows_per_group", 1),
                           noise=body.get("noise", "laplace"),
                           budget_split=body.get("budget_split"))
+    except ArithmeticError:          # a calibration that over- or underflows
+        _refuse("the parameters are outside the range the calibration can compute (see the "
+                "documented ranges)", None)
     except (ValueError, TypeError) as error:
         message = str(error)
         field = message.split(" ", 1)[0] if message else None
@@ -198,15 +222,17 @@ def _key(query, dataset, analyst, body: dict, data) -> dict:
     return key
 
 
-def plan_sql(ledger, dataset, analyst, body: dict) -> dict:
+def plan_sql(ledger, dataset, analyst, body: dict, snapshot=None) -> dict:
     """The dry run: events, noise and 95% half-widths per measurement, threshold,
-    and the ledger's read-only verdict for this analyst (nothing read or charged)."""
+    and the ledger's read-only verdict for this analyst (nothing read or
+    charged; the snapshot's column types are checked as for a release)."""
     import secrets
 
     from privloss.api.aggregate import describe_plan
     from privloss.service.queries import ensure_dataset
 
     query = checked_query(dataset, body)
+    _check_types(query, dataset, snapshot)
     name = call_ledger(ensure_dataset, ledger, dataset)
     key = _key(query, dataset, analyst, body, {"dry-run": secrets.token_hex(8)})
     verdict = call_ledger(ledger.would_admit, name, key, query.plan.events,
@@ -222,17 +248,40 @@ def plan_sql(ledger, dataset, analyst, body: dict) -> dict:
             "ledger_dataset": name}
 
 
-def _check_schema(engine: str, plan) -> None:
+#: DuckDB type names SUM / AVG / quantiles accept (the snapshot's column types)
+_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+            "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL")
+
+
+def _check_types(query, dataset, snapshot) -> None:
+    """Value columns must be numeric in the dataset's snapshot (its schema, not
+    its rows)."""
+    types = snapshot.columns if snapshot is not None else {}
+    for column in query.value_columns:
+        kind = types.get(column)
+        if kind is not None and not kind.upper().startswith(_NUMERIC):
+            _refuse(f"column {column!r} of dataset {dataset.name!r} has type {kind}; SUM, AVG "
+                    f"and quantiles need a numeric column (the operator can cast it in the "
+                    f"dataset's sql)", "query")
+
+
+def _check_schema(engine: str, plan, query, dataset, snapshot) -> None:
+    """:func:`_check_types`, then the engine's own check, answered without its
+    text (which would name the snapshot's file or the operator's SQL)."""
     from privloss.query import engines
 
+    _check_types(query, dataset, snapshot)
     try:
         engines.check(plan, engine)
-    except ValueError as error:      # the operator's schema; never list its other columns
-        _refuse(str(error).split(" (columns:", 1)[0], "query")
+    except (ValueError, TypeError):
+        _refuse(f"the columns {', '.join(map(repr, query.by + query.value_columns))} cannot "
+                f"be aggregated on dataset {dataset.name!r} (SUM, AVG and quantiles need "
+                f"numeric columns)", "query")
 
 
-def run_sql(ledger, dataset, analyst, body: dict) -> dict:
-    """Check, charge, then compute; the response body (release, receipt, budget)."""
+def run_sql(ledger, dataset, analyst, body: dict, snapshot=None) -> dict:
+    """Check, charge, then compute; the response body (release, receipt, budget).
+    ``snapshot``: what to read (taken before the charge)."""
     from privloss.serialize import event_to_json
     from privloss.api.aggregate import _parameters
     from privloss.query import engines
@@ -244,8 +293,8 @@ def run_sql(ledger, dataset, analyst, body: dict) -> dict:
 
     query = checked_query(dataset, body)
     name = call_ledger(ensure_dataset, ledger, dataset)
-    plan = query.query_plan(data_input(dataset), draw_seed())
-    _check_schema(dataset.engine, plan)
+    plan = query.query_plan(data_input(dataset, snapshot), draw_seed())
+    _check_schema(dataset.engine, plan, query, dataset, snapshot)
     consistent = bool(body.get("consistent", False))
     events = query.plan.events
 
@@ -261,7 +310,7 @@ def run_sql(ledger, dataset, analyst, body: dict) -> dict:
                 RuntimeError) as error:      # never echo a data-dependent message
             raise computation_failed(error, "service sql release") from None
 
-    key = _key(query, dataset, analyst, body, fingerprint(dataset))
+    key = _key(query, dataset, analyst, body, fingerprint(dataset, snapshot))
     receipt = call_ledger(ledger.release_with_receipt, name, key, compute, events,
                           analyst=analyst.name, analyst_budget=analyst.cap(dataset))
     payload = dict(receipt.result)
@@ -283,7 +332,8 @@ def sql_plan(name: str, body: SqlParameters, request: Request,
     dataset = granted_dataset(request, analyst, name)
     parameters = body.model_dump(exclude_none=True)
     request.state.audit["parameters"] = {"command": "sql-plan", **parameters}
-    result = plan_sql(state.ledger, dataset, analyst, parameters)
+    result = plan_sql(state.ledger, dataset, analyst, parameters,
+                      snapshot=state.snapshots.latest(dataset))
     request.state.outcome = "planned" if result["fits"] else "planned-refused"
     return result
 
@@ -296,6 +346,7 @@ def sql_release(name: str, body: SqlParameters, request: Request,
     dataset = granted_dataset(request, analyst, name)
     parameters = body.model_dump(exclude_none=True)
     request.state.audit["parameters"] = {"command": "sql", **parameters}
-    result = run_sql(state.ledger, dataset, analyst, parameters)
+    result = run_sql(state.ledger, dataset, analyst, parameters,
+                     snapshot=state.snapshots.current(dataset))
     note_release(request, result)
     return result
