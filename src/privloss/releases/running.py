@@ -18,8 +18,11 @@ gets its noisy sum y = (sum of its periods) + integer noise when its last
 period is in (:mod:`._levels`: discrete Laplace or discrete Gaussian, one law
 per level, sampled exactly).
 
-Estimates.  Each complete node's subtree estimate (Honaker 2015; the up pass
-of :mod:`._tree`): up_v = y_v at a period, else the inverse-variance
+Estimates.  ``offline`` (:meth:`RunningPlan.release`,
+:meth:`RunningTotals.offline`): the least-squares estimate from every complete
+node, with exact variances (:mod:`._offline`); earlier periods' estimates move
+as periods are appended.  ``continual`` (:meth:`RunningTotals.append`): each
+complete node's subtree estimate (Honaker 2015; the up pass of :mod:`._tree`): up_v = y_v at a period, else the inverse-variance
 combination of y_v and the sum of its two children's up; variance U_l.  The
 total of periods [0, t) is the sum of the up of the dyadic nodes covering
 [0, t) (one per bit of t), with exact variance sum U_l.  Given the nodes
