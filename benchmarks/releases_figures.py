@@ -5,7 +5,8 @@
   (epsilon = 1 each, Laplace), with the 95% intervals and the non-decreasing
   fit, against the bounded truth;
 * ``running-error-growth.png``: the exact RMSE of the running totals against
-  the number of periods T = 64 ... 4096 (and sqrt(T) for scale);
+  the number of periods T = 64 ... 4096, offline (all periods at once) and
+  continual estimates (and sqrt(T) for scale);
 * ``hierarchy-error-by-level.png``: a 1 -> 10 -> 100 -> 1,000 -> 10,000
   hierarchy, RMSE by level of the raw noisy totals, the least-squares
   projection and the consistent integers (measured over repeated runs, with
@@ -90,15 +91,19 @@ def running_error_growth(out: Path) -> dict:
     summary = {}
     for noise, budget, label in (("laplace", 1.0, "discrete Laplace, epsilon = 1"),
                                  ("gaussian", 0.5, "discrete Gaussian, rho = 0.5")):
-        rmse = np.array([np.sqrt(plan_running(int(t), max_periods=1, per_period=1, noise=noise,
-                                              budget=budget).expected_variances().mean())
-                         for t in horizons])
-        axis.plot(horizons, rmse, "o-", label=label)
-        slope = float(np.polyfit(np.log(horizons), np.log(rmse), 1)[0])
-        power = float(np.polyfit(np.log(np.log2(horizons)), np.log(rmse), 1)[0])
-        summary[noise] = {"rmse": rmse.tolist(), "slope_in_log_T": slope,
-                          "power_of_log_T": power}
-    reference = summary["laplace"]["rmse"][0] * np.sqrt(horizons / horizons[0])
+        plans = [plan_running(int(t), max_periods=1, per_period=1, noise=noise, budget=budget)
+                 for t in horizons]
+        summary[noise] = {}
+        for estimator, style in (("offline", "o-"), ("continual", "s--")):
+            rmse = np.array([np.sqrt(plan.expected_variances(estimator=estimator).mean())
+                             for plan in plans])
+            axis.plot(horizons, rmse, style, label=f"{label}, {estimator}")
+            summary[noise][estimator] = {
+                "rmse": rmse.tolist(),
+                "slope_in_log_T": float(np.polyfit(np.log(horizons), np.log(rmse), 1)[0]),
+                "power_of_log_T": float(np.polyfit(np.log(np.log2(horizons)), np.log(rmse),
+                                                   1)[0])}
+    reference = summary["laplace"]["continual"]["rmse"][0] * np.sqrt(horizons / horizons[0])
     axis.plot(horizons, reference, "k:", label="sqrt(T) growth (for scale)")
     axis.set_xscale("log", base=2)
     axis.set_yscale("log")

@@ -177,10 +177,12 @@ class NoisePlan:
         squares = np.array([float(t) ** 2 for t in self.parameters])
         return np.column_stack([2.0 * squares, np.diag(squares)])
 
-    def half_widths(self, variances, proxies):
+    def half_widths(self, variances, proxies, max_weights=None):
         """``(normal, guaranteed)`` 95% half-widths for estimates with these
         exact variances and summed proxies (shape (n, K), see
-        :meth:`proxies`; module docstring)."""
+        :meth:`proxies`; module docstring).  ``max_weights`` (n, depth): per
+        level, a bound on the largest |weight| of that level's noise in each
+        estimate; default 1 (true for the tree passes of :mod:`._tree`)."""
         variances = np.asarray(variances, dtype=np.float64)
         proxies = np.asarray(proxies, dtype=np.float64)
         if proxies.ndim == 1:
@@ -191,8 +193,10 @@ class NoisePlan:
             guaranteed = np.sqrt(2.0 * x * proxies[:, 0])
         else:
             scales = np.array([float(t) for t in self.parameters])
-            # c >= max_i |a_i| t_i: per level, |a_i| <= 1 and |a_i| t_k <= sqrt(sum a_i^2 t_k^2)
-            c = np.minimum(np.sqrt(proxies[:, 1:]), scales).max(axis=1)
+            bounds = scales if max_weights is None else np.asarray(max_weights) * scales
+            # c >= max_i |a_i| t_i: per level, |a_i| t_k <= sqrt(sum a_i^2 t_k^2) and
+            # |a_i| <= the weight bound
+            c = np.minimum(np.sqrt(proxies[:, 1:]), bounds).max(axis=1)
             guaranteed = np.sqrt(2.0 * proxies[:, 0] * x) + c * x
         return normal, guaranteed
 

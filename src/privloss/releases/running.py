@@ -18,8 +18,11 @@ gets its noisy sum y = (sum of its periods) + integer noise when its last
 period is in (:mod:`._levels`: discrete Laplace or discrete Gaussian, one law
 per level, sampled exactly).
 
-Estimates.  Each complete node's subtree estimate (Honaker 2015; the up pass
-of :mod:`._tree`): up_v = y_v at a period, else the inverse-variance
+Estimates.  ``offline`` (:meth:`RunningPlan.release`,
+:meth:`RunningTotals.offline`): the least-squares estimate from every complete
+node, with exact variances (:mod:`._offline`); earlier periods' estimates move
+as periods are appended.  ``continual`` (:meth:`RunningTotals.append`): each
+complete node's subtree estimate (Honaker 2015; the up pass of :mod:`._tree`): up_v = y_v at a period, else the inverse-variance
 combination of y_v and the sum of its two children's up; variance U_l.  The
 total of periods [0, t) is the sum of the up of the dyadic nodes covering
 [0, t) (one per bit of t), with exact variance sum U_l.  Given the nodes
@@ -91,6 +94,14 @@ from privloss.releases._levels import LevelBound, NoisePlan, optimal_shares, pla
 
 __all__ = ["RunningPlan", "RunningTotals", "RunningRelease", "plan_running", "running_bounds",
            "running_shares", "prefix_variances"]
+
+
+ESTIMATORS = ("offline", "continual")
+
+
+def _check_estimator(estimator) -> None:
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
 
 
 def _levels_for(horizon: int) -> int:
@@ -179,22 +190,36 @@ class RunningPlan:
             up_proxy[level] = own * own * proxies[level] + (1 - own) ** 2 * 2 * up_proxy[level + 1]
         return up, up_proxy
 
-    def expected_variances(self, periods=None) -> np.ndarray:
-        """Exact variance of the estimated total of [0, t) for t = 1..periods."""
-        t = np.arange(1, (periods or self.horizon) + 1, dtype=np.int64)
+    def expected_variances(self, periods=None, estimator: str = "offline") -> np.ndarray:
+        """Exact variance of the estimated total of [0, t) for t = 1..periods,
+        for the ``offline`` estimate (all complete nodes, :meth:`release`) or
+        the ``continual`` one (:meth:`RunningTotals.append`)."""
+        periods = periods or self.horizon
+        _check_estimator(estimator)
+        if estimator == "offline":
+            from privloss.releases._offline import offline_prefixes
+            empty = [np.zeros(1 << level) for level in range(self.levels)]
+            return offline_prefixes(self, empty, periods)[1]
+        t = np.arange(1, periods + 1, dtype=np.int64)
         return prefix_variances(self._per_level()[0], t, self.levels)
 
     def describe(self) -> dict:
         return {**self.noise.describe(), "horizon": self.horizon, "tree_capacity": self.capacity,
                 "levels": self.levels, "budget_shares": list(self.shares),
-                "mechanism": "binary-tree (subtree least-squares estimates)"}
+                "mechanism": "binary-tree",
+                "estimator": "least squares over all complete nodes (offline)"}
 
     def start(self, source=None) -> "RunningTotals":
         return RunningTotals(self, source)
 
-    def release(self, values, source=None) -> "RunningRelease":
-        """All prefix totals of ``values`` (at most ``horizon`` periods) at once."""
-        return self.start(source).append(values)
+    def release(self, values, source=None, *, estimator: str = "offline") -> "RunningRelease":
+        """All prefix totals of ``values`` (at most ``horizon`` periods) at
+        once: the ``offline`` least-squares estimate from every complete node
+        (default; lower variance) or the ``continual`` one."""
+        _check_estimator(estimator)
+        totals = self.start(source)
+        continual = totals.append(values)
+        return totals.offline() if estimator == "offline" else continual
 
 
 def plan_running(horizon: int, *, max_periods: int, per_period: int, noise: str = "laplace",
@@ -263,6 +288,7 @@ class RunningTotals:
         self._values = np.zeros(0, dtype=np.int64)
         levels = plan.levels
         self._up = [np.zeros(1 << level) for level in range(levels)]
+        self._measured = [np.zeros(1 << level) for level in range(levels)]
         self._variances = plan.noise.variances()
         self._per_level = plan._per_level()
 
@@ -292,6 +318,7 @@ class RunningTotals:
             sums = padded[first * width:last * width].reshape(last - first, width).sum(axis=1)
             noisy = sums + self.plan.noise.sample(level, last - first, self._source)
             noisy = noisy.astype(np.float64)
+            self._measured[level][first:last] = noisy
             if level == height:
                 self._up[level][first:last] = noisy
             else:
@@ -301,6 +328,16 @@ class RunningTotals:
                 children = self._up[level + 1][2 * first:2 * last].reshape(-1, 2).sum(axis=1)
                 self._up[level][first:last] = own * noisy + (1.0 - own) * children
         return self._release()
+
+    def offline(self) -> RunningRelease:
+        """The release of every period so far from *all* complete nodes
+        (:mod:`._offline`): lower variance than :meth:`append`'s estimates, but
+        earlier periods' estimates change as periods are appended."""
+        from privloss.releases._offline import offline_prefixes
+
+        estimates, variances, proxies, max_weights = offline_prefixes(
+            self.plan, self._measured, self.periods)
+        return self._finish(estimates, variances, proxies, max_weights)
 
     def _release(self) -> RunningRelease:
         plan = self.plan
@@ -316,7 +353,12 @@ class RunningTotals:
         up, up_proxy = self._per_level
         variances = prefix_variances(up, t, plan.levels)
         proxies = prefix_variances(up_proxy, t, plan.levels)
-        normal, sound = plan.noise.half_widths(variances, proxies)
+        return self._finish(estimates, variances, proxies)
+
+    def _finish(self, estimates, variances, proxies, max_weights=None) -> RunningRelease:
+        plan = self.plan
+        periods = self.periods
+        normal, sound = plan.noise.half_widths(variances, proxies, max_weights)
         monotone = None
         low_clip = plan.nondecreasing
         if plan.nondecreasing and periods:
