@@ -18,7 +18,7 @@ from privloss.budget import (Ledger, LedgerBudgetError, LedgerError, LedgerInteg
 from privloss.cli.main import main
 from privloss.events import PureDP
 
-BUDGET_RELEASES = 10          # a budget of 1.0 spent by releases of 0.1
+BUDGET_RELEASES = 10          # a budget of 1.25 spent by releases of 0.125 (exact binary64)
 
 
 class AnchorContract:
@@ -38,10 +38,10 @@ class AnchorContract:
     def build(self, releases: int = BUDGET_RELEASES):
         location = self.new_location()
         ledger = self.open(location)
-        ledger.create_dataset("d", epsilon=1.0)
-        ledger.create_dataset("other", epsilon=1.0)
+        ledger.create_dataset("d", epsilon=1.25)
+        ledger.create_dataset("other", epsilon=1.25)
         for index in range(releases):
-            ledger.release("d", {"q": index}, lambda: index, [PureDP(0.1)], analyst="ann")
+            ledger.release("d", {"q": index}, lambda: index, [PureDP(0.125)], analyst="ann")
         ledger.release("other", "x", lambda: 1, [PureDP(0.5)])
         return location, ledger
 
@@ -58,7 +58,7 @@ class AnchorContract:
         assert report["anchored"] and report["keyed"] and report["ahead"] == {}
         assert report["releases"] == BUDGET_RELEASES + 1 and report["warning"] is None
         with pytest.raises(LedgerBudgetError):
-            ledger.release("d", "over", lambda: 0, [PureDP(0.1)])
+            ledger.release("d", "over", lambda: 0, [PureDP(0.125)])
 
     def test_t1_suffix_deletion_is_refused(self, capsys):
         location, running = self.build()
@@ -78,7 +78,7 @@ class AnchorContract:
         # a process that was running: refuses before charging or computing
         computed = []
         with pytest.raises(LedgerIntegrityError, match="deleted"):
-            running.release("d", "over", lambda: computed.append(1), [PureDP(0.1)],
+            running.release("d", "over", lambda: computed.append(1), [PureDP(0.125)],
                             analyst="ann")
         assert computed == [] and self.rows(location, "d") == keep
 
@@ -89,7 +89,7 @@ class AnchorContract:
         with pytest.raises(LedgerIntegrityError, match="'d' is missing"):
             self.open(location, create=False)
         with pytest.raises(LedgerIntegrityError, match="witness records it"):
-            running.create_dataset("d", epsilon=1.0)
+            running.create_dataset("d", epsilon=1.25)
         assert self.rows(location, "d") == 0
 
     def test_t2_deleted_ledger_is_not_recreated(self, capsys):
@@ -107,17 +107,17 @@ class AnchorContract:
     def test_t3_rollback_to_an_older_copy_is_refused(self):
         location = self.new_location()
         running = self.open(location)
-        running.create_dataset("d", epsilon=1.0)
+        running.create_dataset("d", epsilon=1.25)
         for index in range(3):
-            running.release("d", index, lambda: index, [PureDP(0.1)])
+            running.release("d", index, lambda: index, [PureDP(0.125)])
         older = self.snapshot(location)
         for index in range(3, BUDGET_RELEASES):
-            running.release("d", index, lambda: index, [PureDP(0.1)])
+            running.release("d", index, lambda: index, [PureDP(0.125)])
         self.restore(location, older)
         with pytest.raises(LedgerIntegrityError, match="behind by 7"):
             self.open(location, create=False)
         with pytest.raises(LedgerIntegrityError):
-            running.release("d", "after", lambda: 0, [PureDP(0.1)])
+            running.release("d", "after", lambda: 0, [PureDP(0.125)])
         assert self.rows(location, "d") == 3
 
     def test_a_rewritten_history_is_refused(self):
@@ -167,7 +167,7 @@ class AnchorContract:
         location, ledger = self.build(2)
         from privloss.budget._anchor import Anchor
         monkeypatch.setattr(Anchor, "record", lambda *args: None)    # lines lost in a crash
-        ledger.release("d", "lost", lambda: 0, [PureDP(0.1)])
+        ledger.release("d", "lost", lambda: 0, [PureDP(0.125)])
         monkeypatch.undo()
         reopened = Ledger(location, create=False)         # ahead by one: re-anchored on open
         assert reopened._ahead == {"d": 1}
@@ -196,8 +196,8 @@ class AnchorContract:
     def test_an_unanchored_ledger_works_and_verify_says_what_it_cannot_see(self):
         location = self.new_location()
         ledger = Ledger(location)
-        ledger.create_dataset("d", epsilon=1.0)
-        ledger.release("d", "q", lambda: 1, [PureDP(0.1)])
+        ledger.create_dataset("d", epsilon=1.25)
+        ledger.release("d", "q", lambda: 1, [PureDP(0.125)])
         report = ledger.verify()
         assert not report["anchored"] and "cannot be detected" in report["warning"]
 
@@ -312,7 +312,7 @@ def test_single_bit_flips_of_the_file_are_refused_or_change_nothing(tmp_path):
     ledger = Ledger(path, witness=str(tmp_path / "w"), key_file=key)
     ledger.create_dataset("d", epsilon=1.0, delta=1e-6)
     for index in range(8):
-        ledger.release("d", {"q": index}, lambda: {"count": index}, [PureDP(0.1)],
+        ledger.release("d", {"q": index}, lambda: {"count": index}, [PureDP(0.125)],
                        analyst=f"analyst{index % 3}")
     ledger.create_dataset("other", epsilon=2.0)
     ledger.release("other", "x", lambda: 1, [PureDP(0.2)])
@@ -358,8 +358,8 @@ def test_a_crash_while_anchoring_is_recovered(tmp_path):
     witness = str(tmp_path / "w")
     Anchor(witness, load_key(key)).create("0" * 32)
     ledger = Ledger(str(tmp_path / "l.sqlite"), witness=witness, key_file=key)
-    ledger.create_dataset("d", epsilon=1.0)
-    ledger.release("d", "q", lambda: 1, [PureDP(0.1)])
+    ledger.create_dataset("d", epsilon=1.25)
+    ledger.release("d", "q", lambda: 1, [PureDP(0.125)])
     assert Ledger(str(tmp_path / "l.sqlite"), create=False).verify()["anchored"]
 
 
@@ -399,7 +399,7 @@ def test_the_key_comes_from_a_private_file_or_the_environment(tmp_path, monkeypa
     assert key == b"e" * 64 and source == "environment"
     # a ledger anchored with the environment's key needs it again, and only it
     location = str(tmp_path / "env.sqlite")
-    Ledger(location, witness=str(tmp_path / "env.witness")).create_dataset("d", epsilon=1.0)
+    Ledger(location, witness=str(tmp_path / "env.witness")).create_dataset("d", epsilon=1.25)
     assert Ledger(location, create=False).verify()["keyed"]
     monkeypatch.setenv("PRIVLOSS_LEDGER_KEY", "f" * 64)
     with pytest.raises(LedgerIntegrityError, match="key id"):
@@ -418,7 +418,7 @@ def test_removing_the_anchor_record_does_not_unanchor_the_ledger(tmp_path, capsy
                  "--budget-epsilon", "1"]) == 0
     ledger = Ledger(path, create=False)
     for index in range(4):
-        ledger.release("d", index, lambda: index, [PureDP(0.1)])
+        ledger.release("d", index, lambda: index, [PureDP(0.125)])
     with sqlite3.connect(path) as conn:
         conn.execute("DELETE FROM releases WHERE id > 2")
         conn.execute("UPDATE datasets SET recorded = 2, head = (SELECT chain FROM releases "
