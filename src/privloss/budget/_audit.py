@@ -185,6 +185,14 @@ class AnchoredLedger:
         if self._anchor is not None:
             self._anchor.record(self._ledger_id, name, count, head)
 
+    def _check_witness_writable(self) -> None:
+        """Before a charge: a witness this process cannot append to would leave
+        the charge unwitnessed (and the release failed, still charged); refuse
+        first, charging nothing."""
+        if self._anchor is not None and not os.access(self._anchor.path, os.W_OK):
+            raise LedgerError(f"cannot append to the ledger's witness {self._anchor.path} "
+                              f"(permission denied); nothing was charged")
+
     def _check_not_behind(self, name: str, count: int) -> None:
         """Inside a charging transaction (the newest state): refuse a history
         shorter than one seen before or witnessed (a rollback or deletion)."""

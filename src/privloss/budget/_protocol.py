@@ -119,6 +119,7 @@ class ReleaseProtocol:
         guarantee = _guarantee_text(events) if dataset.interaction == "fully-adaptive" else \
             json.dumps({})
 
+        self._check_witness_writable()
         owner = _owner()
         group = group_for(self._file.path)
 
