@@ -71,6 +71,10 @@ def _witnessed_anything(path: str) -> bool:
         return True
 
 
+def _appendable(path: str) -> bool:
+    return os.access(path, os.W_OK)
+
+
 class AnchoredLedger:
     """Mixin of :class:`Ledger` (uses ``_file``, ``_verified``, ``_lock``, ``path``)."""
 
@@ -189,7 +193,7 @@ class AnchoredLedger:
         """Before a charge: a witness this process cannot append to would leave
         the charge unwitnessed (and the release failed, still charged); refuse
         first, charging nothing."""
-        if self._anchor is not None and not os.access(self._anchor.path, os.W_OK):
+        if self._anchor is not None and not _appendable(self._anchor.path):
             raise LedgerError(f"cannot append to the ledger's witness {self._anchor.path} "
                               f"(permission denied); nothing was charged")
 
