@@ -11,7 +11,8 @@ Results: docs/benchmarks.md ("Ledger admission", "Ledger throughput").
 it), release distinct queries of PureDP(1e-6) on one dataset with a trivial
 computation for ``--seconds``; prints releases per second (wall) and the
 median, p99 and maximum latency of one ``release`` call (the charge, the
-computation and storing the answer). A fresh SQLite file in a temporary
+computation and storing the answer) and of its charge (from the call until
+the charging transaction committed). A fresh SQLite file in a temporary
 folder unless ``--ledger`` names a PostgreSQL database.
 
 Builds a ledger file whose dataset has ``--history`` recorded releases (a
@@ -85,11 +86,17 @@ def median_times(function, repeat: int) -> tuple[float, float]:
 
 def _writer(location: str, witness: str, key: str, seconds: float, number: int,
             start: float) -> list:
-    """One writer: releases until ``start + seconds``; the latency of each."""
+    """One writer: releases until ``start + seconds``; the latency of each
+    (whole release, and the charge: from the call until the charge committed)."""
     from privloss.budget import Ledger
     from privloss.events import PureDP
 
-    ledger = Ledger(location, create=False, witness=witness, key_file=key)
+    class Timed(Ledger):
+        def _stage(self, stage):
+            if stage == "charged":
+                self.charged_at = time.perf_counter()
+
+    ledger = Timed(location, create=False, witness=witness, key_file=key)
     latencies = []
     while time.time() < start:
         time.sleep(0.001)
@@ -97,7 +104,7 @@ def _writer(location: str, witness: str, key: str, seconds: float, number: int,
     while time.time() < start + seconds:
         began = time.perf_counter()
         ledger.release("d", {"writer": number, "step": step}, lambda: step, [PureDP(1e-6)])
-        latencies.append(time.perf_counter() - began)
+        latencies.append((time.perf_counter() - began, ledger.charged_at - began))
         step += 1
     return latencies
 
@@ -117,16 +124,22 @@ def throughput(args) -> int:
         with pool_type(args.writers) as pool:
             futures = [pool.submit(_writer, location, witness, key, args.seconds, number, start)
                        for number in range(args.writers)]
-            latencies = sorted(value for future in futures for value in future.result())
+            pairs = [value for future in futures for value in future.result()]
         releases = Ledger(location, create=False).show("d")["releases"]
-    count = len(latencies)
+    count = len(pairs)
     kind = "processes" if args.processes else "threads"
     backend = "PostgreSQL" if args.ledger else "SQLite"
+
+    def summary(values):
+        values = sorted(values)
+        return (f"median {statistics.median(values) * 1e3:.1f} ms, p99 "
+                f"{values[min(count - 1, int(0.99 * count))] * 1e3:.1f} ms, max "
+                f"{values[-1] * 1e3:.1f} ms")
+
     print(f"{backend}, {args.writers} writer {kind}, {args.seconds:g} s: {count} releases "
-          f"({releases} recorded), {count / args.seconds:.1f} releases/s; latency median "
-          f"{statistics.median(latencies) * 1e3:.1f} ms, p99 "
-          f"{latencies[min(count - 1, int(0.99 * count))] * 1e3:.1f} ms, max "
-          f"{latencies[-1] * 1e3:.1f} ms; load average {os.getloadavg()[0]:.1f}")
+          f"({releases} recorded), {count / args.seconds:.1f} releases/s; release latency "
+          f"{summary(whole for whole, _ in pairs)}; charge latency "
+          f"{summary(charge for _, charge in pairs)}; load average {os.getloadavg()[0]:.1f}")
     return 0
 
 

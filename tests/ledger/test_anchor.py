@@ -429,3 +429,16 @@ def test_removing_the_anchor_record_does_not_unanchor_the_ledger(tmp_path, capsy
     capsys.readouterr()
     assert main(["ledger", "show", "--ledger", path, "--dataset", "d"]) == 2
     assert "no anchor record" in capsys.readouterr().err
+
+
+def test_a_witness_that_cannot_be_appended_to_refuses_before_charging(tmp_path, monkeypatch):
+    from privloss.budget import _audit
+    key = create_key_file(tmp_path / "k")
+    ledger = Ledger(str(tmp_path / "l.sqlite"), witness=str(tmp_path / "w"), key_file=key)
+    ledger.create_dataset("d", epsilon=1.0)
+    monkeypatch.setattr(_audit, "_appendable", lambda path: False)   # root may append anyway
+    computed = []
+    with pytest.raises(LedgerError, match="nothing was charged"):
+        ledger.release("d", "q", lambda: computed.append(1), [PureDP(0.1)])
+    monkeypatch.undo()
+    assert computed == [] and ledger.show("d")["releases"] == 0

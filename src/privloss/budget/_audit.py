@@ -71,6 +71,10 @@ def _witnessed_anything(path: str) -> bool:
         return True
 
 
+def _appendable(path: str) -> bool:
+    return os.access(path, os.W_OK)
+
+
 class AnchoredLedger:
     """Mixin of :class:`Ledger` (uses ``_file``, ``_verified``, ``_lock``, ``path``)."""
 
@@ -184,6 +188,14 @@ class AnchoredLedger:
             self._floor[name] = max(self._floor.get(name, 0), count)
         if self._anchor is not None:
             self._anchor.record(self._ledger_id, name, count, head)
+
+    def _check_witness_writable(self) -> None:
+        """Before a charge: a witness this process cannot append to would leave
+        the charge unwitnessed (and the release failed, still charged); refuse
+        first, charging nothing."""
+        if self._anchor is not None and not _appendable(self._anchor.path):
+            raise LedgerError(f"cannot append to the ledger's witness {self._anchor.path} "
+                              f"(permission denied); nothing was charged")
 
     def _check_not_behind(self, name: str, count: int) -> None:
         """Inside a charging transaction (the newest state): refuse a history

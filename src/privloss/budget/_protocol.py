@@ -119,6 +119,7 @@ class ReleaseProtocol:
         guarantee = _guarantee_text(events) if dataset.interaction == "fully-adaptive" else \
             json.dumps({})
 
+        self._check_witness_writable()
         owner = _owner()
         group = group_for(self._file.path)
 
@@ -127,7 +128,8 @@ class ReleaseProtocol:
             queue order, possibly after other threads' charges in this transaction)."""
             self._stage("begun")
             dataset = self._dataset(conn, name)
-            self._check_not_behind(name, self._verify(conn, name).count)
+            verified = self._verify(conn, name)
+            self._check_not_behind(name, verified.count)
             stored = self._stored(conn, name, key)
             if stored:            # an identical query was answered meanwhile
                 return "stored", stored
@@ -142,7 +144,7 @@ class ReleaseProtocol:
             time = _now()
             release_id, count, head = self._insert_pending(
                 conn, name, key, events_text, guarantee, plan_item, spent, time, analyst,
-                owner)
+                owner, verified.chain, verified.count)
             return "charged", (release_id, count, head, plan_item, spent, time)
 
         deadline = _time.monotonic() + self._file.timeout
@@ -179,12 +181,12 @@ class ReleaseProtocol:
 
     def _insert_pending(self, conn, name: str, key: str, events_text: str, guarantee: str,
                         plan_item, spent: Spending, time: str, analyst: str | None,
-                        owner: str) -> tuple[int, int, str]:
+                        owner: str, head: str, recorded: int) -> tuple[int, int, str]:
         """Record a charged release, chained to the dataset's head (inside the
-        charging transaction); its id, the dataset's new release count and head."""
+        charging transaction; ``head`` and ``recorded`` as verified in it: the
+        verification checked them against the dataset's row); its id, the
+        dataset's new release count and head."""
         release_id = self._file.next_release_id(conn)
-        head, recorded = conn.execute("SELECT head, recorded FROM datasets WHERE name = ?",
-                                      (name,)).fetchone()
         chain = release_chain(head, release_id, name, key, events_text, guarantee, plan_item,
                               owner, analyst, spent.epsilon, spent.bound, time)
         conn.execute("INSERT INTO releases (id, dataset, query_key, events, guarantee, plan_item, "
@@ -192,8 +194,12 @@ class ReleaseProtocol:
                      "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, ?, ?, ?, ?, NULL)",
                      (release_id, name, key, events_text, guarantee, plan_item, owner, analyst,
                       spent.epsilon, spent.bound, time, chain))
-        conn.execute("UPDATE datasets SET head = ?, recorded = recorded + 1 WHERE name = ?",
-                     (chain, name))
+        updated = conn.execute("UPDATE datasets SET head = ?, recorded = recorded + 1 "
+                               "WHERE name = ? AND head = ? AND recorded = ?",
+                               (chain, name, head, recorded)).rowcount
+        if updated != 1:      # cannot happen under the write lock; never chain off a stale head
+            raise LedgerError(f"ledger {self.path}: dataset {name!r} changed during its "
+                              f"charging transaction; nothing was recorded")
         return release_id, recorded + 1, chain
 
     @staticmethod
