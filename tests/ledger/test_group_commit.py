@@ -65,16 +65,16 @@ def _race(ledgers, epsilon: float) -> list[str]:
 
 def test_a_batch_admits_exactly_what_fits(tmp_path, batches):
     path = str(tmp_path / "ledger.sqlite")
-    Ledger(path).create_dataset("d", epsilon=1.0)
+    Ledger(path).create_dataset("d", epsilon=1.25)     # ten exact binary64 0.125s
     # one Ledger per thread (as the service opens them) and one shared by all
     ledgers = [SlowFirstCharge(path, create=False) for _ in range(8)]
     shared = SlowFirstCharge(path, create=False)
     ledgers += [shared] * 8
-    outcomes = _race(ledgers, 0.1)
+    outcomes = _race(ledgers, 0.125)
     assert outcomes.count("ok") == 10 and outcomes.count("refused") == 6
     assert max(batches) > 1                          # charges did share a commit
     shown = Ledger(path, create=False).show("d")
-    assert shown["releases"] == 10 and shown["spent_epsilon"] == pytest.approx(1.0)
+    assert shown["releases"] == 10 and shown["spent_epsilon"] == pytest.approx(1.25)
     assert Ledger(path, create=False).verify()["releases"] == 10
 
 

@@ -23,7 +23,7 @@ def ledgers(postgres_server, tmp_path):
     """(owner's URL, the service role's URL) of a new ledger with the role's grants."""
     import psycopg
     owner = postgres_server.new_database()
-    Ledger(owner).create_dataset("d", epsilon=1.0)
+    Ledger(owner).create_dataset("d", epsilon=1.25)
     with psycopg.connect(owner, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (ROLE,)).fetchone()
         if not exists:
@@ -43,12 +43,12 @@ def test_the_service_role_charges_and_anchors(ledgers, tmp_path):
     _, service = ledgers
     ledger = Ledger(service, create=False, witness=str(tmp_path / "w"),
                     key_file=create_key_file(tmp_path / "k"))
-    for index in range(10):
-        ledger.release("d", index, lambda: index, [PureDP(0.1)])
+    for index in range(10):                         # 1.2 of the 1.25 budget
+        ledger.release("d", index, lambda: index, [PureDP(0.12)])
     with pytest.raises(ZeroDivisionError):          # finished as failed: still charged
         ledger.release("d", "fails", lambda: 1 / 0, [PureDP(1e-12)])
     with pytest.raises(LedgerBudgetError):
-        ledger.release("d", "over", lambda: 0, [PureDP(0.1)])
+        ledger.release("d", "over", lambda: 0, [PureDP(0.12)])
     report = Ledger(service, create=False).verify()
     assert report["anchored"] and report["releases"] == 11
 

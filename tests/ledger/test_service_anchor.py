@@ -74,7 +74,7 @@ def test_a_suffix_deleted_under_a_running_server_is_refused_before_any_charge(ru
     app = client.app
     app.state.service._local = threading.local()
     fresh = _release(client, tokens, "post-deletion-label-2")
-    assert fresh.status_code == 503 and "integrity" in fresh.json()["error"], fresh.text
+    assert fresh.status_code == 503 and "integrity" in fresh.json()["detail"], fresh.text
     assert _rows(config.ledger) == 1
     with pytest.raises(LedgerIntegrityError, match="'views' has 1 release.*behind by 2"):
         create_app(config)                              # a restart refuses, naming it
