@@ -421,8 +421,14 @@ def process_cpu(setup: str, statement: str) -> tuple[float, str]:
 
     code = (f"{setup}\nimport time\nstart = time.process_time()\nvalue = {statement}\n"
             f"print(time.process_time() - start, repr(getattr(value, 'epsilon', value)))")
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(root, "src"), root,
+                                                      env.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
+                          check=True, env=env, cwd=root)
     seconds, value = done.stdout.split(None, 1)
     return float(seconds), value.strip()
 
