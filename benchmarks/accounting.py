@@ -377,7 +377,85 @@ def poisson_gaussian(pairs: int) -> None:
                measured, memory=(peak_mib(ours), None), note=note)
 
 
-TASKS = {"theorem1": theorem1, "theorems23": theorems_2_3, "theorems23_1e5": theorems_2_3_at_scale,
+# --------------------------------------------------------------------------
+# issue 23: every measurement in its own process (no warm caches, no shared heap)
+# --------------------------------------------------------------------------
+
+#: (label, setup, statement): the statement's CPU time is measured inside a fresh
+#: interpreter after the setup (imports and inputs), so each sample is independent
+PROCESS_CASES = {
+    "theorem1_1e4": ("privloss: [CR] Theorem 1, k = 10^4, eps0 = 0.1, delta = 1e-6",
+                     "from privloss.bounds.optimal_dp import optimal_dp_epsilon as f",
+                     "f(10**4, 0.1, 1e-6)"),
+    "theorem1_1e4_peer": ("dp-accounting PLD (grid 1e-4), same task",
+                          "import benchmarks.accounting as b",
+                          "b.dpa_pure_dp_epsilon([0.1] * 10**4, 1e-6)"),
+    "theorem1_1e7": ("privloss: [CR] Theorem 1, k = 10^7, eps0 = 1e-3, delta = 1e-6",
+                     "from privloss.bounds.optimal_dp import optimal_dp_epsilon as f",
+                     "f(10**7, 1e-3, 1e-6)"),
+    "theorem1_1e9": ("privloss: [CR] Theorem 1, k = 10^9, eps0 = 1e-4, delta = 1e-6",
+                     "from privloss.bounds.optimal_dp import optimal_dp_epsilon as f",
+                     "f(10**9, 1e-4, 1e-6)"),
+    "theorem2_1e5": ("privloss: [CR] Theorem 2, k = 10^5, eps0 = 0.001, delta = 1e-9",
+                     "from privloss.bounds.optimal_br import theorem2_epsilon as f",
+                     "f(10**5, 0.001, 1e-9)"),
+    "theorem3_1e5": ("privloss: [CR] Theorem 3, 50000 DP + 50000 BR, eps0 = 0.1, delta = 1e-6",
+                     "from privloss.bounds.optimal_br import theorem3_epsilon as f",
+                     "f(50000, 50000, 0.1, 1e-6)"),
+    "hetero_1000_direct": ("privloss: 1000 eps_i ~ U[0.01, 0.5], heterogeneous_dp_epsilon",
+                           "import numpy as np; from privloss.bounds.heterogeneous_dp import "
+                           "heterogeneous_dp_epsilon as f; e = np.random.default_rng(0)"
+                           ".uniform(0.01, 0.5, 1000)",
+                           "f(e, 1e-6, tolerance=1e-3)"),
+    "hetero_1000_compose": ("privloss: same through compose()",
+                            "import numpy as np; from privloss import compose, PureDP; "
+                            "e = [PureDP(float(x)) for x in np.random.default_rng(0)"
+                            ".uniform(0.01, 0.5, 1000)]",
+                            "compose(e, target_delta=1e-6)"),
+}
+
+
+def process_cpu(setup: str, statement: str) -> tuple[float, str]:
+    """CPU seconds of ``statement`` in a fresh interpreter (after ``setup``), and its value."""
+    import subprocess
+
+    code = (f"{setup}\nimport time\nstart = time.process_time()\nvalue = {statement}\n"
+            f"print(time.process_time() - start, repr(getattr(value, 'epsilon', value)))")
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(root, "src"), root,
+                                                      env.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env=env, cwd=root)
+    seconds, value = done.stdout.split(None, 1)
+    return float(seconds), value.strip()
+
+
+def processes(pairs: int) -> None:
+    """Issue 23 item 4: CPU time of separate processes, medians of ``pairs`` runs; the
+    privloss / peer case runs A B A B ... (paired) and reports the median ratio."""
+    import os
+
+    header(f"separate processes (load average {os.getloadavg()[0]:.1f})")
+    ratios = []
+    for name in PROCESS_CASES:
+        if name == "theorem1_1e4_peer" and not dp_accounting:
+            continue
+        label, setup, statement = PROCESS_CASES[name]
+        samples = [process_cpu(setup, statement) for _ in range(pairs)]
+        times = [seconds for seconds, _ in samples]
+        print(f"{label:75s} {statistics.median(times):9.4f} s CPU  (runs {', '.join(f'{t:.3g}' for t in times)})"
+              f"  -> {samples[0][1]}")
+        if name.startswith("theorem1_1e4"):
+            ratios.append(times)
+    if len(ratios) == 2:
+        per_pair = [peer / ours for ours, peer in zip(*ratios)]
+        print(f"dp-accounting / privloss, Theorem 1 at 10^4: median ratio {statistics.median(per_pair):.0f}x")
+
+
+TASKS = {"processes": processes, "theorem1": theorem1, "theorems23": theorems_2_3, "theorems23_1e5": theorems_2_3_at_scale,
          "heterogeneous": heterogeneous, "gaussian": gaussian, "poisson": poisson_gaussian}
 
 

@@ -90,3 +90,19 @@ def test_pure_and_approximate_edges_at_large_k():
                          delta0=1e-10) <= 0.5
     assert optimal_dp_delta(10**9, 1e-4, 2e5) == 0.0                 # beyond the largest loss
     assert optimal_dp_delta(10**9, 1e-4, 1e5) < 1e-290               # one active term, far out
+
+
+def test_compose_answers_a_billion_equal_events_with_theorem1():
+    from privloss import compose
+    from privloss.events import ApproxDP, BoundedRange, PureDP
+
+    result = compose([PureDP(1e-4, count=10**9)], target_delta=1e-6)
+    assert result.bound == "optimal-dp" and result.epsilon == optimal_dp_epsilon(10**9, 1e-4, 1e-6)
+    split = compose([PureDP(1e-4, count=5 * 10**8)] * 2, target_epsilon=result.epsilon)
+    assert split.delta <= 1e-6
+    approx = compose([ApproxDP(1e-4, 1e-16, count=10**9)], target_delta=1e-6)
+    assert approx.epsilon > result.epsilon
+    with pytest.raises(ValueError, match="at most"):            # not homogeneous: refused
+        compose([PureDP(1e-4, count=10**9), BoundedRange(1e-4)], target_delta=1e-6)
+    with pytest.raises(ValueError, match="at most"):            # fully adaptive: filter rules
+        compose([PureDP(1e-4, count=10**9)], target_delta=1e-6, interaction="fully-adaptive")

@@ -14,6 +14,7 @@ import mpmath
 import pytest
 
 from privloss import PrivacyOdometer, PureDP
+from privloss._exact import sum_upper
 from privloss.accounting.fully_adaptive import check, release_guarantee
 from privloss.events import BoundedRange, Gaussian, NonPrivate, RandomizedResponse
 from tests.filters import game
@@ -121,6 +122,12 @@ def test_the_reading_only_rises_and_matches_the_smallest_admitting_level():
     # within one grid step of the fully adaptive filter at the same delta... and far
     # below basic composition (sum 1.75) only once the Renyi rule pays off
     assert 1.0 < odometer.epsilon <= 1.75 * 2 ** 0.125
+
+
+def test_pure_releases_read_at_most_their_exact_sum():
+    odometer = PrivacyOdometer(1e-6)
+    assert odometer.spend(PureDP(1e-4)) == 1e-4          # below the grid's first level
+    assert odometer.spend(PureDP(0.125)) == sum_upper([1e-4, 0.125])
 
 
 def test_levels_split_delta_and_bad_input():

@@ -236,6 +236,47 @@ class PrivacyAccountant:
         return self.delta(target_epsilon).value
 
 
+#: the most equal (epsilon, delta)-DP events compose() answers beyond the array limit
+#: of a Profile (Theorem 1 over O(sqrt k) terms: about 5e6 terms and 0.2 GB at 10^10)
+MAX_HOMOGENEOUS = 10 ** 10
+
+
+def _theorem1_at_scale(events, interaction: Interaction, target_delta, target_epsilon):
+    """Issue 23 item 3: k equal PureDP / ApproxDP events beyond the Profile's array limit
+    (``MAX_MECHANISMS``), under a fixed-parameter model: [CR] Thm 1 is the exact
+    optimum (privloss.accounting.exact_optima.exact_theorem1), evaluated over a window
+    of O(sqrt k) terms, so no other bound is needed and no array of length k is built.
+    None for anything else (the accountant answers, or refuses beyond its limit)."""
+    from privloss.accounting.profile import MAX_MECHANISMS
+    from privloss.events import ApproxDP, PureDP
+
+    if interaction is Interaction.FULLY_ADAPTIVE:
+        return None
+    atoms = flatten(events)
+    total = sum(count for _, count in atoms)
+    if not MAX_MECHANISMS < total <= MAX_HOMOGENEOUS:
+        return None
+    kinds = {(type(event), event.epsilon, getattr(event, "delta", 0.0)) for event, _ in atoms
+             if type(event) in (PureDP, ApproxDP)}
+    if len(kinds) != 1 or any(type(event) not in (PureDP, ApproxDP) for event, _ in atoms):
+        return None
+    ((_, epsilon, delta0),) = kinds
+    from privloss.bounds.optimal_dp import optimal_dp_delta, optimal_dp_epsilon
+
+    theorem = "optimal homogeneous DP composition [CR] Thm 1 = [KOV] Thm 3.3"
+    reason = (f"applies; the exact optimum for {total:,} equal events (windowed sum with a "
+              f"certified tail bound); no other bound evaluated")
+    if target_delta is not None:
+        delta = check_probability("target_delta", target_delta)
+        value = optimal_dp_epsilon(total, epsilon, delta, delta0=delta0)
+        row = BoundResult("optimal-dp", theorem, True, value, reason)
+        return AccountingResult("delta", delta, value, "optimal-dp", (row,))
+    epsilon_g = check_nonnegative("target_epsilon", target_epsilon)
+    value = optimal_dp_delta(total, epsilon, epsilon_g, delta0=delta0)
+    row = BoundResult("optimal-dp", theorem, True, value, reason)
+    return AccountingResult("epsilon", epsilon_g, value, "optimal-dp", (row,))
+
+
 def compose(events, *, target_delta: float | None = None, target_epsilon: float | None = None,
             interaction: Interaction | str = Interaction.ADAPTIVE) -> AccountingResult:
     """One-shot accounting: ``compose([PureDP(0.1, count=50)], target_delta=1e-6)``.
@@ -245,6 +286,10 @@ def compose(events, *, target_delta: float | None = None, target_epsilon: float 
     """
     if (target_delta is None) == (target_epsilon is None):
         raise ValueError("give exactly one of target_delta or target_epsilon")
+    at_scale = _theorem1_at_scale(events, Interaction.parse(interaction), target_delta,
+                                  target_epsilon)
+    if at_scale is not None:
+        return at_scale
     accountant = PrivacyAccountant(events, interaction=interaction)
     if target_delta is not None:
         return accountant.epsilon(target_delta)

@@ -23,9 +23,10 @@ simultaneously for all j, in particular for the events "the odometer reads
 epsilon_j at the stopping time and the transcript is in E": the whole
 transcript V stopped at any (data-dependent) time satisfies
 sum_v [P_D(v) - e^{epsilon(v)} P_D'(v)]_+ <= delta (tested by exact enumeration
-in tests/filters/test_odometer.py). With delta = 0 the odometer is basic
-composition, the exact sum of the pure epsilons (rounded up to binary64): at
-delta 0 every filter is the basic-composition filter, which needs no share.
+in tests/filters/test_odometer.py). While every release is pure (delta 0 of
+its own), the reading is also at most the exact sum of the epsilons (basic
+composition bounds every transcript's loss pointwise, at no delta); with
+delta = 0 that sum is the reading.
 """
 
 from __future__ import annotations
@@ -116,9 +117,10 @@ class PrivacyOdometer:
 
     @property
     def level(self) -> int | None:
-        """The grid level read now (None when delta = 0 or no level admits)."""
+        """The lowest grid level that admits the history (None when delta = 0 or no
+        level admits); the reading is its epsilon, or the pure sum if smaller."""
         with self._lock:
-            if self._delta == 0 or not math.isfinite(self._reading()):
+            if self._delta == 0 or self._level > MAX_LEVEL:
                 return None
             return self._level
 
@@ -130,12 +132,13 @@ class PrivacyOdometer:
     def _reading(self) -> float:
         if not self._guarantees:
             return 0.0
-        if self._delta == 0:
-            pure = [guarantee.pure_epsilon for guarantee in self._guarantees]
-            return sum_upper(pure) if all(map(math.isfinite, pure)) else math.inf
-        if self._level > MAX_LEVEL:
-            return math.inf
-        return self.level_epsilon(self._level)
+        pure = [guarantee.pure_epsilon for guarantee in self._guarantees]
+        basic = sum_upper(pure) if all(map(math.isfinite, pure)) else math.inf
+        if self._delta == 0 or self._level > MAX_LEVEL:
+            return basic
+        # pure releases only: the loss of every transcript is at most the sum of the
+        # epsilons (pointwise, no delta), so the smaller of the two readings is valid
+        return min(basic, self.level_epsilon(self._level))
 
     def _advance(self) -> None:
         """Move to the lowest level that admits the history: levels below the current
