@@ -17,14 +17,15 @@ ROOT = Path(__file__).resolve().parents[2] / "src" / "privloss"
 #: package (or top-level module) -> layer; a package may import only lower layers,
 #: and, in the top layer, only the surfaces listed in SURFACE_EDGES
 LAYERS = {
-    "_lazy": 0, "_files": 0, "events": 0,
-    "bounds": 1, "samplers": 1, "serialize": 1,
-    "pld": 2, "fdp": 2,
-    "accounting": 3, "mechanisms": 3,
-    "attacks": 4, "query": 4,
-    "releases": 5, "budget": 5,
-    "api": 6,
-    "client": 7, "service": 7, "cli": 7, "experiments": 7,
+    "_lazy": 0, "_files": 0, "_exact": 0,
+    "events": 1,
+    "bounds": 2, "samplers": 2, "serialize": 2,
+    "pld": 3, "fdp": 3,
+    "accounting": 4, "mechanisms": 4,
+    "attacks": 5, "query": 5,
+    "releases": 6, "budget": 6,
+    "api": 7,
+    "client": 8, "service": 8, "cli": 8, "experiments": 8,
 }
 #: the top layer's allowed edges: the CLI starts the service, calls the client
 #: (``--server``) and runs the reproductions
@@ -116,12 +117,18 @@ def test_service_modules_use_each_others_public_names():
     assert private == []
 
 
+#: the service's own storage (its session table), not queries over data
+OWN_STORAGE = {"service/sessions.py"}
+
+
 def test_surfaces_build_plans_not_sql():
     """No SQL keyword strings in the surfaces: they build plans (the engines
-    alone write SQL, from our own identifiers)."""
+    alone write SQL over data, from our own identifiers)."""
     offenders = []
     for folder in ("cli", "service"):
         for path in sorted((ROOT / folder).glob("*.py")):
+            if str(path.relative_to(ROOT)) in OWN_STORAGE:
+                continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Constant) and isinstance(node.value, str) \
                         and node.value.lstrip().upper().startswith(("SELECT ", "WITH ")) \

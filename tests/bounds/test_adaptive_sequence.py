@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
 from privloss.bounds import adaptive_sequence as module
+from privloss.bounds._adaptive_nested import NestedEvaluator
 from privloss.bounds.adaptive_sequence import (MAX_SEQUENCE_LENGTH, Bracket,
                                                adaptive_sequence_delta,
                                                adaptive_sequence_epsilon,
@@ -300,7 +301,7 @@ def test_delta_is_convex_in_exp_epsilon_g():
 ])
 def test_bracket_contains_high_precision_value(sequence):
     total = sum(eps for _, eps in sequence)
-    reference = module._NestedEvaluator(module._validate_sequence(sequence))
+    reference = NestedEvaluator(module._validate_sequence(sequence))
     for epsilon_g in np.linspace(0.0, total, 7)[:-1] + 0.0123:
         value = float(reference.value(np.array([epsilon_g]))[0])
         bracket = assert_in_bracket(sequence, epsilon_g, value)
@@ -314,7 +315,7 @@ def test_bracket_contains_high_precision_value(sequence):
 ])
 def test_lattice_evaluator_agrees_with_nested(sequence, points):
     checked = module._validate_sequence(sequence)
-    nested = module._NestedEvaluator(checked)
+    nested = NestedEvaluator(checked)
     for epsilon_g in points:
         assert module._lattice_value(checked, epsilon_g) == pytest.approx(
             float(nested.value(np.array([epsilon_g]))[0]), rel=1e-9, abs=1e-12)
@@ -349,7 +350,7 @@ def test_all_paths_active_below_minus_sum():
     sequence = module._validate_sequence([BR1, DP1, ("br", 0.5)])
     total = 2.5
     x = np.array([-total - 0.3, -total])
-    nested = module._NestedEvaluator(sequence).value(x)
+    nested = NestedEvaluator(sequence).value(x)
     np.testing.assert_allclose(nested, -np.expm1(x), rtol=1e-14)
     for mode in ("upper", "lower", "value"):
         offset, values = module._grid_pass(("br", "dp", "br"), (2, 2, 1), 0.5, mode)

@@ -44,10 +44,13 @@ from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import expit, gammaln
+from scipy.special import expit
 
 from privloss.bounds._numeric import (Bracket, RELATIVE_SLACK, certify_epsilon, check_nonnegative,
                                       check_probability, round_up, safe_delta)
+from privloss.bounds._adaptive_steps import (_br_step_lattice, _br_step_upper,
+                                             _dp_step, _q_and_complement,
+                                             _refine_quartic)
 
 #: Longest sequence (counting mechanisms with epsilon > 0) accepted. The cost does
 #: not grow with k, but the certified bracket widens roughly like k^3 / resolution^2
@@ -64,9 +67,6 @@ _MAX_DENOMINATOR = 1000
 #: Number of BR rounds (excluding a final BR, which has a closed form) up to
 #: which :func:`adaptive_sequence_value` uses direct nested maximisation.
 _MAX_NESTED_DEPTH = 2
-_NESTED_GRID = 128          # t-grid of the nested maximisation
-_NESTED_STARTS = 3          # local maxima refined per point
-_GOLDEN_STEPS = 56          # golden-section steps (bracket shrinks by 0.618^56 ~ 2e-12)
 _KINDS = ("dp", "br")
 
 
@@ -118,15 +118,6 @@ def _beyond_total(sequence, epsilon_g: float) -> bool:
 # --------------------------------------------------------------------------
 # one-mechanism formulas
 # --------------------------------------------------------------------------
-
-def _q_and_complement(t, epsilon):
-    """(q_{eps,t}, 1 - q_{eps,t}) without cancellation (composition.md Def. 2.4)."""
-    t = np.asarray(t, dtype=float)
-    denominator = -math.expm1(-epsilon)
-    q = -np.expm1(t - epsilon) / denominator
-    complement = math.exp(-epsilon) * np.expm1(t) / denominator
-    return q, complement
-
 
 def _terminal(x):
     """V_{k+1}(x) = [1 - e^x]_+."""
@@ -234,113 +225,6 @@ def _choose_lattice(epsilons, resolution: int) -> _Lattice:
 # grid passes (upper, lower, high-precision value)
 # --------------------------------------------------------------------------
 
-def _dp_step(values, low, high, units, h):
-    """a V(x - eps) + (1 - a) V(x + eps) at array indices low..high."""
-    eps = units * h
-    return (expit(eps) * values[low - units:high + 1 - units]
-            + expit(-eps) * values[low + units:high + 1 + units])
-
-
-def _lattice_tables(units, h):
-    """q and 1 - q at the lattice points t = m h, m = 0..units, of an (units h)-BR round."""
-    return _q_and_complement(np.arange(units + 1) * h, units * h)
-
-
-def _br_step_upper(values, low, high, units, h):
-    """Certified upper bound of one BR round at array indices low..high."""
-    eps = units * h
-    q, complement = _lattice_tables(units, h)
-    omega = 1.0 / -math.expm1(-h)                       # sup |w'|, sup |w''| of the chord weight
-    kappa = np.exp((np.arange(units) + 1) * h - eps) / -math.expm1(-eps)   # sup |q'|, |q''|
-    curvature = h * h / 8.0
-    step = np.abs(np.diff(values))                      # |V[b+1] - V[b]|
-    gap = values[:-units] - values[units:]              # D[b] = V[b] - V[b+M]
-    size = len(values)
-    p1 = np.zeros(size)
-    p1[:size - units - 1] = omega * np.maximum(step[:size - units - 1], step[units:])
-    q1 = np.zeros(size)
-    q1[:size - units - 1] = (np.maximum(np.abs(gap[:-1]), np.abs(gap[1:]))
-                             + 2.0 * omega * np.abs(np.diff(gap)))
-    p1 *= curvature
-    q1 *= curvature
-    previous = values[low:high + 1].copy()              # lattice value at t = 0
-    best = np.full(high - low + 1, -np.inf)
-    for m in range(units):
-        b0, b1 = low - m - 1, high - m                  # slice of the piece's left index b
-        current = q[m + 1] * values[b0:b1] + complement[m + 1] * values[b0 + units:b1 + units]
-        bound = np.maximum(previous, current)
-        bound += p1[b0:b1]
-        bound += kappa[m] * q1[b0:b1]
-        np.maximum(best, bound, out=best)
-        previous = current
-    return best
-
-
-def _br_step_lattice(values, low, high, units, h, track=False):
-    """max over lattice t of the BR objective (and the argmax if ``track``)."""
-    q, complement = _lattice_tables(units, h)
-    best = values[low:high + 1].copy()                   # t = 0
-    arg = np.zeros(high - low + 1, dtype=np.int64) if track else None
-    for m in range(1, units + 1):
-        shifted = low - m + units
-        current = (q[m] * values[low - m:high + 1 - m]
-                   + complement[m] * values[shifted:shifted + high - low + 1])
-        if track:
-            better = current > best
-            arg[better] = m
-        np.maximum(best, current, out=best)
-    return best, arg
-
-
-_STENCIL = np.arange(-2, 3)
-_QUARTIC = np.linalg.inv(np.vander(_STENCIL.astype(float), 5, increasing=True))
-
-
-def _refine_quartic(values, low, high, units, h, best, arg):
-    """Continuous maximisation near the lattice argmax: maximise the quartic
-    through the lattice values at m*-2..m*+2, capped by the certified local bound."""
-    inner = np.nonzero((arg >= 2) & (arg <= units - 2))[0]
-    if inner.size == 0:
-        return best
-    q, complement = _lattice_tables(units, h)
-    nodes = low + inner
-    ms = arg[inner][None, :] + _STENCIL[:, None]                      # (5, n)
-    first = values[nodes[None, :] - ms]
-    lattice = q[ms] * first + complement[ms] * values[nodes[None, :] - ms + units]
-    coef = _QUARTIC @ lattice
-    s = np.zeros(inner.size)
-    for _ in range(12):                                                # safeguarded Newton
-        d1 = coef[1] + s * (2 * coef[2] + s * (3 * coef[3] + s * 4 * coef[4]))
-        d2 = 2 * coef[2] + s * (6 * coef[3] + s * 12 * coef[4])
-        move = np.where(d2 < 0, -d1 / np.where(d2 < 0, d2, -1.0), 0.0)
-        s = np.clip(s + move, -1.0, 1.0)
-    peak = coef[0] + s * (coef[1] + s * (coef[2] + s * (coef[3] + s * coef[4])))
-    # the true local supremum over the two pieces next to m* is at most this:
-    local_cap = _br_step_upper_pieces(values, nodes, arg[inner], units, h)
-    refined = np.minimum(peak, local_cap)
-    out = best.copy()
-    out[inner] = np.maximum(best[inner], refined)
-    return out
-
-
-def _br_step_upper_pieces(values, nodes, ms, units, h):
-    """Certified bound of the BR objective over t in [(m-1) h, (m+1) h] per node."""
-    eps = units * h
-    omega = 1.0 / -math.expm1(-h)
-    cap = np.full(nodes.size, -np.inf)
-    for m in (ms - 1, ms):
-        t0, t1 = m * h, (m + 1) * h
-        q0, c0 = _q_and_complement(t0, eps)
-        q1, c1 = _q_and_complement(t1, eps)
-        a0, a1 = values[nodes - m], values[nodes - m - 1]
-        b0, b1 = values[nodes - m + units], values[nodes - m - 1 + units]
-        d0, d1 = a0 - b0, a1 - b1
-        kappa = np.exp(t1 - eps) / -math.expm1(-eps)
-        sup2 = (omega * np.maximum(np.abs(a0 - a1), np.abs(b0 - b1))
-                + kappa * (np.maximum(np.abs(d0), np.abs(d1)) + 2 * omega * np.abs(d0 - d1)))
-        ends = np.maximum(q0 * a0 + c0 * b0, q1 * a1 + c1 * b1)
-        cap = np.maximum(cap, ends + h * h / 8.0 * sup2)
-    return cap
 
 
 def _grid_pass(kinds, units, h, mode, origin=0.0):
@@ -610,7 +494,8 @@ def adaptive_sequence_value(sequence, epsilon_g) -> float:
     bracket = adaptive_sequence_delta(effective, eg)
     depth = sum(1 for kind, _ in effective[:-1] if kind == "br")
     if depth <= _MAX_NESTED_DEPTH:
-        value = float(_NestedEvaluator(effective).value(np.array([eg]))[0])
+        from privloss.bounds._adaptive_nested import NestedEvaluator
+        value = float(NestedEvaluator(effective).value(np.array([eg]))[0])
     else:
         value = _lattice_value(effective, eg)
     return min(max(value, bracket.lower), bracket.upper)
@@ -635,110 +520,3 @@ def _lattice_value(sequence, epsilon_g: float) -> float:
     origin = min(max(epsilon_g - node * h, 0.0), math.nextafter(h, 0.0))
     offset, values = _grid_pass(kinds, counts, h, "value", origin=origin)
     return float(values[offset + node])
-
-
-class _NestedEvaluator:
-    """Direct evaluation of the recursion at arbitrary points (vectorised)."""
-
-    def __init__(self, sequence):
-        stages = []
-        for kind, eps in sequence:
-            if kind == "dp" and stages and stages[-1][0] == "dp":
-                stages[-1][1].append(eps)
-            elif kind == "dp":
-                stages.append(("dp", [eps]))
-            else:
-                stages.append(("br", eps))
-        if stages[-1][0] == "br":
-            stages[-1] = ("br_last", stages[-1][1])
-        self.stages = [self._compile(stage) for stage in stages]
-        sums = [math.fsum(stage[1]) if stage[0] == "dp" else stage[1] for stage in stages]
-        self.suffix = [math.fsum(sums[i:]) for i in range(len(sums))] + [0.0]
-
-    @staticmethod
-    def _compile(stage):
-        if stage[0] != "dp":
-            return stage
-        # [CR] Lemma 5.2 unrolled: total loss of the DP run and its probability
-        shifts = np.zeros(1)
-        logw = np.zeros(1)
-        for eps in sorted(set(stage[1])):
-            count = stage[1].count(eps)
-            i = np.arange(count + 1)
-            log_binom = gammaln(count + 1) - gammaln(i + 1) - gammaln(count - i + 1)
-            log_p = (log_binom - (count - i) * np.logaddexp(0.0, -eps)
-                     - i * np.logaddexp(0.0, eps))
-            shifts = (shifts[:, None] + ((count - 2 * i) * eps)[None, :]).ravel()
-            logw = (logw[:, None] + log_p[None, :]).ravel()
-        return ("dp", shifts, np.exp(logw))
-
-    def value(self, x):
-        return self._eval(0, np.asarray(x, dtype=float))
-
-    def _eval(self, level, x):
-        if level == len(self.stages):
-            return _terminal(x)
-        out = np.zeros_like(x)
-        span = self.suffix[level]
-        low = x <= -span
-        out[low] = _terminal(x[low])
-        inside = ~low & (x < span)
-        if not inside.any():
-            return out
-        xi = x[inside]
-        stage = self.stages[level]
-        if stage[0] == "dp":
-            _, shifts, weights = stage
-            inner = self._eval(level + 1, xi[:, None] - shifts[None, :])
-            out[inside] = inner @ weights
-        elif stage[0] == "br_last":
-            out[inside] = _br_terminal_step(xi, stage[1])
-        else:
-            out[inside] = self._maximise(level, xi, stage[1])
-        return out
-
-    def _maximise(self, level, x, eps):
-        # the objective vanishes for t <= x - (remaining sum): search only above it
-        start = np.clip(x - self.suffix[level + 1], 0.0, eps)[:, None]
-        grid = start + (eps - start) * (np.arange(_NESTED_GRID + 1) / _NESTED_GRID)[None, :]
-        q, complement = _q_and_complement(grid, eps)
-        first = self._eval(level + 1, x[:, None] - grid)
-        second = self._eval(level + 1, x[:, None] - grid + eps)
-        values = q * first + complement * second
-        best = values.max(axis=1)
-        # first-order bound of each grid cell [t_g, t_{g+1}] (V non-increasing, q
-        # decreasing): q(t_g) V(x - t_{g+1}) + (1 - q(t_g)) V(x - t_{g+1} + eps);
-        # it also exposes maxima narrower than a cell
-        cell_bound = q[:, :-1] * first[:, 1:] + complement[:, :-1] * second[:, 1:]
-        cells = np.argsort(-cell_bound, axis=1)[:, :_NESTED_STARTS]
-        top = np.argmax(values, axis=1)[:, None]
-        lo = np.concatenate([np.take_along_axis(grid, cells, 1),
-                             np.take_along_axis(grid, np.maximum(top - 1, 0), 1)], axis=1)
-        right = np.minimum(top + 1, _NESTED_GRID)
-        hi = np.concatenate([np.take_along_axis(grid, cells + 1, 1),
-                             np.take_along_axis(grid, right, 1)], axis=1)
-        xs = np.broadcast_to(x[:, None], lo.shape)
-        refined = self._golden(level, xs, lo, hi, eps)
-        return np.maximum(best, refined.max(axis=1))
-
-    def _objective(self, level, x, t, eps):
-        q, complement = _q_and_complement(t, eps)
-        first = self._eval(level + 1, x - t)
-        second = self._eval(level + 1, x - t + eps)
-        return q * first + complement * second
-
-    def _golden(self, level, x, lo, hi, eps):
-        ratio = (math.sqrt(5.0) - 1.0) / 2.0
-        c = hi - ratio * (hi - lo)
-        d = lo + ratio * (hi - lo)
-        fc = self._objective(level, x, c, eps)
-        fd = self._objective(level, x, d, eps)
-        for _ in range(_GOLDEN_STEPS):
-            left = fc >= fd                       # the maximum lies in [lo, d]
-            hi, lo = np.where(left, d, hi), np.where(left, lo, c)
-            c_new = np.where(left, hi - ratio * (hi - lo), d)
-            d_new = np.where(left, c, lo + ratio * (hi - lo))
-            probe = self._objective(level, x, np.where(left, c_new, d_new), eps)
-            fc, fd = np.where(left, probe, fd), np.where(left, fc, probe)
-            c, d = c_new, d_new
-        return np.maximum(fc, fd)

@@ -117,7 +117,7 @@ def _login_page(request: Request, error, status: int = 200):
 
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request):
-    from privloss.service.routes import _dataset_entry, call_ledger
+    from privloss.service.routes import dataset_entry, call_ledger
 
     try:
         analyst = _signed_in(request)
@@ -126,7 +126,7 @@ def home(request: Request):
     if analyst is None:
         return _login_page(request, None)
     state = request.app.state.service
-    entries = [call_ledger(_dataset_entry, state, analyst, state.config.datasets[name])
+    entries = [call_ledger(dataset_entry, state, analyst, state.config.datasets[name])
                for name in analyst.datasets]
     return _page(request, "home.html", {"analyst": analyst, "datasets": entries})
 
@@ -227,15 +227,16 @@ def _checked(parameters: dict) -> dict:
 
 def _dataset_page(request: Request, name: str, *, plan=None, release=None, error=None,
                   form=None, status: int = 200):
-    from privloss.service.routes import _dataset_entry, _history, call_ledger, granted_dataset
+    from privloss.service.routes import (analyst_history, call_ledger, dataset_entry,
+                                         granted_dataset)
 
     analyst = _signed_in(request)
     if analyst is None:
         return RedirectResponse("/", status_code=303)
     state = request.app.state.service
     dataset = granted_dataset(request, analyst, name)
-    entry = call_ledger(_dataset_entry, state, analyst, dataset)
-    releases = call_ledger(_history, state, analyst, dataset)
+    entry = call_ledger(dataset_entry, state, analyst, dataset)
+    releases = call_ledger(analyst_history, state, analyst, dataset)
     return _page(request, "dataset.html",
                  {"analyst": analyst, "dataset": entry, "releases": list(reversed(releases)),
                   "plan": plan, "release": release, "error": error, "form": form or {}},
@@ -324,13 +325,13 @@ def tradeoff_png(budget: dict) -> bytes:
 
 @router.get("/datasets/{name}/tradeoff.png")
 def tradeoff(request: Request, name: str):
-    from privloss.service.routes import _dataset_entry, call_ledger, granted_dataset
+    from privloss.service.routes import dataset_entry, call_ledger, granted_dataset
 
     analyst = _signed_in(request)
     if analyst is None:
         raise ServiceError(401, "sign in first", outcome="unauthorized")
     state = request.app.state.service
     dataset = granted_dataset(request, analyst, name)
-    entry = call_ledger(_dataset_entry, state, analyst, dataset)
+    entry = call_ledger(dataset_entry, state, analyst, dataset)
     return Response(tradeoff_png(entry["budget"]), media_type="image/png",
                     headers={"Cache-Control": "no-store"})

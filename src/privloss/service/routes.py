@@ -42,7 +42,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from privloss.service.app import LOGGER, ServiceError
 
 __all__ = ["router", "QueryParameters", "PlanParameters", "current_analyst", "call_ledger",
-           "note_release", "Text", "Epsilon", "Delta", "LIMITS"]
+           "note_release", "dataset_entry", "analyst_history", "Text", "Epsilon", "Delta",
+           "LIMITS"]
 
 router = APIRouter(prefix="/v1")
 
@@ -234,7 +235,7 @@ def _value_of(args, field):
     return None
 
 
-def _dataset_entry(state, analyst, dataset) -> dict:
+def dataset_entry(state, analyst, dataset) -> dict:
     from privloss.service.queries import analyst_view, ensure_dataset
 
     name = ensure_dataset(state.ledger, dataset)
@@ -247,7 +248,7 @@ def _dataset_entry(state, analyst, dataset) -> dict:
 @router.get("/datasets", summary="the datasets I may query, with their and my budgets")
 def list_datasets(request: Request, analyst=Depends(current_analyst)):
     state = request.app.state.service
-    entries = [call_ledger(_dataset_entry, state, analyst, state.config.datasets[name])
+    entries = [call_ledger(dataset_entry, state, analyst, state.config.datasets[name])
                for name in analyst.datasets]
     return {"analyst": analyst.name, "datasets": entries}
 
@@ -256,7 +257,7 @@ def list_datasets(request: Request, analyst=Depends(current_analyst)):
 def budget(name: str, request: Request, analyst=Depends(current_analyst)):
     state = request.app.state.service
     dataset = granted_dataset(request, analyst, name)
-    return call_ledger(_dataset_entry, state, analyst, dataset)
+    return call_ledger(dataset_entry, state, analyst, dataset)
 
 
 #: query-key fields shown back in a history (the data fingerprint is the operator's)
@@ -267,7 +268,7 @@ _PUBLIC_QUERY = ("command", "algorithm", "epsilon", "delta", "k", "l0", "linf", 
                  "consistent")
 
 
-def _history(state, analyst, dataset) -> list:
+def analyst_history(state, analyst, dataset) -> list:
     from privloss.service.queries import ensure_dataset
 
     name = ensure_dataset(state.ledger, dataset)
@@ -290,7 +291,7 @@ def history(name: str, request: Request, analyst=Depends(current_analyst)):
     state = request.app.state.service
     dataset = granted_dataset(request, analyst, name)
     return {"dataset": name, "analyst": analyst.name,
-            "releases": call_ledger(_history, state, analyst, dataset)}
+            "releases": call_ledger(analyst_history, state, analyst, dataset)}
 
 
 def _parameters(body: BaseModel) -> dict:

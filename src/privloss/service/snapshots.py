@@ -251,9 +251,9 @@ def _write(dataset, directory: Path) -> Snapshot:
 
 def _spark_check(dataset) -> Snapshot:
     from privloss.query.engines import check_input
-    from privloss.query.inputs import SqlQuery
+    from privloss.query.inputs import SparkTable
 
-    source = SqlQuery(f"SELECT * FROM {dataset.spark_table}")
+    source = SparkTable(dataset.spark_table)
     for column in dataset.columns:
         try:
             check_input(source, user_column=dataset.user_column, item_column=column,
