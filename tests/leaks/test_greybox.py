@@ -205,9 +205,7 @@ LEAK_B = ("audit (b): a malformed CSV row inside DuckDB's sniffing sample fails 
           "charge with one message, past it after the charge with another (and (a))")
 LEAK_C = ("audit (c): one null makes a Parquet / pandas int64 column float64; known keys "
           "1, 2, 3 stop matching 1.0 and released labels turn into floats")
-KNOWN_LEAKS = {("lib-failing-sql", "*"): LEAK_A, ("cli-failing-sql-ledger", "*"): LEAK_A,
-               ("process-failing-sql", "*"): LEAK_A,
-               **{(path, "type_change"): LEAK_C for path in (
+KNOWN_LEAKS = {**{(path, "type_change"): LEAK_C for path in (
                    "parquet-lib-histogram-domain", "frame-lib-aggregate-keys",
                    "parquet-cli-aggregate-json-ledger", "parquet-cli-topk-json")},
                **{(path, "malformed"): LEAK_B for path in (

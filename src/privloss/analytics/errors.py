@@ -5,6 +5,10 @@ private computation runs (after a ledger charged it): its message is fixed
 and carries only a random error id; the engine's own text, which can contain
 values of the data (``error('count=' || ...)`` in a query), goes only to the
 operator's log, ``logging.getLogger("privloss.engine")``, under that id.
+That log is silent until the operator configures logging (the ``privloss``
+logger has a ``NullHandler``, so Python's last-resort handler never prints
+the text on stderr); e.g. ``logging.basicConfig()`` or a handler on
+``privloss.engine``.
 """
 
 from __future__ import annotations
