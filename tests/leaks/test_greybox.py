@@ -208,9 +208,7 @@ LEAK_C = ("audit (c): one null makes a Parquet / pandas int64 column float64; kn
 KNOWN_LEAKS = {**{(path, "type_change"): LEAK_C for path in (
                    "parquet-lib-histogram-domain", "frame-lib-aggregate-keys",
                    "parquet-cli-aggregate-json-ledger", "parquet-cli-topk-json")},
-               **{(path, "malformed"): LEAK_B for path in (
-                   "lib-histogram-domain", "cli-topk-json-ledger", "cli-histogram-text",
-                   "cli-aggregate-json-ledger", "cli-sql", "process-histogram")}}
+}
 
 
 def _mark(path: str, kind: str, slow: bool = False):

@@ -145,14 +145,14 @@ def _text_ok(inp) -> bool:
     return isinstance(inp, FileInput) and inp.format != "parquet"
 
 
-def _open(inp):
+def _open(inp, scan: bool = False):
     from privloss.analytics.engines.duckdb_engine import _open as open_input, _Source
     from privloss.analytics.engines.duckdb_engine import import_duckdb
 
     duckdb = import_duckdb()
     source = _Source()
     try:
-        open_input(duckdb, inp, source)
+        open_input(duckdb, inp, source, scan)
     except BaseException:
         source.close()
         raise
@@ -178,11 +178,13 @@ def _check(columns: list, types: list, unit: str, by: tuple, value_columns: tupl
 
 
 def check_schema(inp, unit: str, by: tuple, value_columns: tuple) -> None:
-    """Bind the input (no rows computed) and check the columns and their types."""
+    """Bind the input (no aggregate computed; CSV / TSV files parsed whole, so
+    a malformed row fails here wherever it is) and check the columns and their
+    types."""
     from privloss.analytics.inputs import describe_input
 
     inp = _resolved(inp)
-    _, source = _open(inp)
+    _, source = _open(inp, scan=True)
     try:
         relation = source.relation
         _check(list(relation.columns), list(relation.types), unit, by, value_columns,

@@ -76,7 +76,7 @@ from privloss.analytics.bounding import (LANE_BITS, LANE_MASK, MIX_MULTIPLIER, M
                                          CANONICAL_INTEGER, ContributionBounds, SelectionKey,
                                          text_code_digits)
 from privloss.analytics.engines._result import EngineResult, check_columns, exact_files
-from privloss.analytics.errors import computation_failed
+from privloss.analytics.errors import computation_failed, log_engine_error
 from privloss.analytics.inputs import (FileInput, FrameInput, QueryInput, RelationInput,
                                        SparkFrameInput, describe_input)
 
@@ -300,18 +300,30 @@ def _locked_connection(duckdb, allowed: tuple[str, ...], spill_directory: str):
     return connection
 
 
-def _file_relation(duckdb, con, inp: FileInput, names: tuple[str, ...]):
+def _file_relation(duckdb, con, inp: FileInput, names: tuple[str, ...], scan: bool = False):
     """A relation over exactly ``names`` (no glob expansion), through the
-    relational API (no SQL text)."""
+    relational API (no SQL text).  ``scan``: parse every row of a CSV / TSV
+    file now (every column), so a malformed row anywhere fails here, before a
+    charge, exactly as one inside DuckDB's sniffing sample does.  A read
+    failure is one fixed message: DuckDB's names the line and quotes the row
+    (the data), so that text goes to the ``privloss.engine`` log only."""
     try:
         if inp.format == "parquet":
             return con.read_parquet(list(names))
-        return con.read_csv(list(names), header=True, all_varchar=True,
-                            sep="\t" if inp.format == "tsv" else ",", quotechar='"',
-                            escapechar='"')
+        relation = con.read_csv(list(names), header=True, all_varchar=True,
+                                sep="\t" if inp.format == "tsv" else ",", quotechar='"',
+                                escapechar='"')
+        if scan:
+            relation.aggregate([duckdb.FunctionExpression("count", duckdb.ColumnExpression(c))
+                                for c in relation.columns]).fetchall()
+        return relation
     except duckdb.Error as error:
-        raise ValueError(f"could not read {describe_input(inp)}: "
-                         f"{str(error).splitlines()[0]}") from None
+        error_id = log_engine_error(error, f"reading {describe_input(inp)}")
+        rule = "" if inp.format == "parquet" else \
+            " (UTF-8, a header row, every row with the header's number of fields)"
+        raise ValueError(f"could not read {describe_input(inp)}: it is not a well-formed "
+                         f"{inp.format.upper()} file{rule}; error id {error_id} (the "
+                         f"reader's message is in the privloss.engine log)") from None
 
 
 def _frame_relation(con, inp: FrameInput):
@@ -364,8 +376,9 @@ def _files_of(source: _Source, inp: FileInput) -> tuple[str, ...]:
     return names
 
 
-def _open(duckdb, inp, source: _Source) -> None:
-    """Fill ``source`` for a resolved input (schema errors: ValueError/TypeError)."""
+def _open(duckdb, inp, source: _Source, scan: bool = False) -> None:
+    """Fill ``source`` for a resolved input (schema errors: ValueError/TypeError);
+    ``scan``: parse every row of CSV / TSV files now (:func:`_file_relation`)."""
     if isinstance(inp, RelationInput):
         source.relation = inp.relation
         return
@@ -387,7 +400,8 @@ def _open(duckdb, inp, source: _Source) -> None:
             con = source.connection = _locked_connection(duckdb, allowed,
                                                           source.spill_directory())
             for name, table in inp.tables:
-                _file_relation(duckdb, con, table, files[name]).create_view(name, replace=False)
+                _file_relation(duckdb, con, table, files[name], scan).create_view(
+                    name, replace=False)
         try:
             source.relation = con.sql(inp.text)
         except duckdb.Error as error:
@@ -399,19 +413,20 @@ def _open(duckdb, inp, source: _Source) -> None:
     if isinstance(inp, FileInput):
         names = _files_of(source, inp)
         source.connection = _locked_connection(duckdb, names, source.spill_directory())
-        source.relation = _file_relation(duckdb, source.connection, inp, names)
+        source.relation = _file_relation(duckdb, source.connection, inp, names, scan)
         return
     source.connection = _locked_connection(duckdb, (), source.spill_directory())
     source.relation = _frame_relation(source.connection, inp)
 
 
 def check_schema(inp, user_column: str, item_column: str) -> None:
-    """Bind the input (no rows are computed) and check both columns exist:
-    data-independent errors a caller can raise before charging a release."""
+    """Bind the input and check both columns exist: errors a caller can raise
+    before charging a release.  No aggregate is computed; CSV / TSV files are
+    parsed whole, so a malformed row fails here wherever it is."""
     duckdb = import_duckdb()
     source = _Source()
     try:
-        _open(duckdb, inp, source)
+        _open(duckdb, inp, source, scan=True)
         check_columns(list(source.relation.columns), user_column, item_column,
                       describe_input(inp))
     finally:
