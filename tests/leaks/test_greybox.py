@@ -198,17 +198,11 @@ PATHS = {
 }
 
 #: (path, kind) pairs that fail before the fixes, and why (audit items a-c)
-LEAK_A = ("audit (a): the engine's error text (a malformed row, a failed trusted query's "
-          "secret=<count>) reaches stderr: the privloss.engine logger has no handler, so "
-          "Python's last-resort handler prints it")
-LEAK_B = ("audit (b): a malformed CSV row inside DuckDB's sniffing sample fails before the "
-          "charge with one message, past it after the charge with another (and (a))")
-LEAK_C = ("audit (c): one null makes a Parquet / pandas int64 column float64; known keys "
-          "1, 2, 3 stop matching 1.0 and released labels turn into floats")
-KNOWN_LEAKS = {**{(path, "type_change"): LEAK_C for path in (
-                   "parquet-lib-histogram-domain", "frame-lib-aggregate-keys",
-                   "parquet-cli-aggregate-json-ledger", "parquet-cli-topk-json")},
-}
+#: (path, kind or "*" or "malformed") -> reason: cases that fail and are marked
+#: xfail(strict=True) until fixed.  The audit's (a) engine text on stderr, (b) a
+#: malformed row failing differently inside / past DuckDB's sniffing sample and
+#: (c) a null turning int64 keys into float64 were caught here and are fixed.
+KNOWN_LEAKS: dict = {}
 
 
 def _mark(path: str, kind: str, slow: bool = False):

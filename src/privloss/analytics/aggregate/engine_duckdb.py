@@ -200,6 +200,7 @@ def bounded_aggregates(inp, *, unit: str, by: tuple, value_columns: tuple, grids
     values), ``distinct``, ``rows``, ``sum`` / ``nonnull`` (column -> int),
     ``bins`` (column -> {bin: count}).  Engine failures become
     :class:`~privloss.analytics.errors.ComputationFailed`."""
+    from privloss.analytics.engines.duckdb_engine import floats_as_integer_text, number_label
     from privloss.analytics.errors import computation_failed
     from privloss.analytics.inputs import describe_input
 
@@ -213,7 +214,8 @@ def bounded_aggregates(inp, *, unit: str, by: tuple, value_columns: tuple, grids
         expressions += [duckdb.ColumnExpression(b).alias(f"g{i}") for i, b in enumerate(by)]
         expressions += [duckdb.ColumnExpression(v).alias(f"v{i}")
                         for i, v in enumerate(value_columns)]
-        projected = relation.select(*expressions)
+        projected, floats = floats_as_integer_text(
+            duckdb, relation.select(*expressions), ("u",) + tuple(f"g{i}" for i in range(len(by))))
         kinds = [_kind(t) for t in projected.types]
         group_integer = len(by) == 1 and kinds[1] == "integer"
         key_codes = key_codes_of(key_texts, group_integer)
@@ -237,7 +239,8 @@ def bounded_aggregates(inp, *, unit: str, by: tuple, value_columns: tuple, grids
     out = []
     groups, width = len(by), 2 * len(value_columns)
     for row in rows:
-        group = tuple(row[:groups])
+        group = tuple(number_label(value) if f"g{i}" in floats else value
+                      for i, value in enumerate(row[:groups]))
         distinct, count = int(row[groups]), int(row[groups + 1])
         rest = row[groups + 2:]
         sums = {v: int(rest[2 * i] or 0) for i, v in enumerate(value_columns)}

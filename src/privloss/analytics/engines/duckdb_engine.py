@@ -74,7 +74,7 @@ import tempfile
 
 from privloss.analytics.bounding import (LANE_BITS, LANE_MASK, MIX_MULTIPLIER, MIX_SHIFT,
                                          CANONICAL_INTEGER, ContributionBounds, SelectionKey,
-                                         text_code_digits)
+                                         is_canonical_integer, text_code_digits)
 from privloss.analytics.engines._result import EngineResult, check_columns, exact_files
 from privloss.analytics.errors import computation_failed, log_engine_error
 from privloss.analytics.inputs import (FileInput, FrameInput, QueryInput, RelationInput,
@@ -246,6 +246,39 @@ def histogram_sql(source: str, user_column: str, item_column: str, bounds: Contr
     ctes.append("stats AS (SELECT count(*) AS n FROM hist)")
     return ("WITH " + ",\n".join(ctes) + "\nSELECT stats.n, head.item, head.cnt "
             "FROM stats LEFT JOIN head ON TRUE ORDER BY head.cnt DESC, head.item ASC")
+
+
+_FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL"}
+
+
+def floats_as_integer_text(duckdb, relation, names: tuple[str, ...]):
+    """``(relation, floats)``: the key columns ``names`` (our own aliases) of
+    type FLOAT / DOUBLE as text with an integral value written as its integer
+    (``'1'``, not ``'1.0'``), and ``floats``, the names converted.  One null
+    turns an integer column of a pandas frame (and the Parquet written from it)
+    into float64: without this, known keys 1, 2, 3 stopped matching 1.0, labels
+    became floats and the bounding codes changed for every user.  As text, an
+    integral value groups, codes, matches keys and orders exactly as the
+    integer did; :func:`number_label` turns the labels back into numbers."""
+    expressions, floats = [], []
+    for name, kind in zip(relation.columns, relation.types):
+        if name in names and str(kind).upper() in _FLOAT_TYPES:
+            floats.append(name)
+            expressions.append(duckdb.SQLExpression(
+                f"CASE WHEN isfinite({name}) AND {name} = trunc({name}) "
+                f"AND abs({name}) < 9.2e18 THEN CAST(CAST({name} AS BIGINT) AS VARCHAR) "
+                f"ELSE CAST({name} AS VARCHAR) END").alias(name))
+        else:
+            expressions.append(duckdb.ColumnExpression(name))
+    return (relation.select(*expressions) if floats else relation), tuple(floats)
+
+
+def number_label(text):
+    """A label of a column :func:`floats_as_integer_text` converted: the int
+    of integer text, else the float (``nan``, ``inf``, ``1.5``)."""
+    if text is None:
+        return None
+    return int(text) if is_canonical_integer(text) else float(text)
 
 
 def check_select(duckdb, text: str) -> None:
@@ -450,6 +483,7 @@ def aggregate(inp, user_column: str, item_column: str, bounds: ContributionBound
         # our SQL sees fixed names only: the caller's column names stay in the API
         projected = relation.select(duckdb.ColumnExpression(user_column).alias("u"),
                                     duckdb.ColumnExpression(item_column).alias("i"))
+        projected, floats = floats_as_integer_text(duckdb, projected, ("u", "i"))
         kinds = [column_kind(kind) for kind in projected.types]
         sql = histogram_sql("privloss_source", "u", "i", bounds, key, limit,
                             user_is_integer=kinds[0] == "integer",
@@ -463,4 +497,5 @@ def aggregate(inp, user_column: str, item_column: str, bounds: ContributionBound
         source.close()
     total = int(rows[0][0]) if rows else 0
     kept = [row for row in rows if row[2] is not None]
-    return EngineResult([row[1] for row in kept], [int(row[2]) for row in kept], total)
+    labels = [number_label(row[1]) if "i" in floats else row[1] for row in kept]
+    return EngineResult(labels, [int(row[2]) for row in kept], total)
