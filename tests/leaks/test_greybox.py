@@ -310,3 +310,111 @@ def test_malformed_row_fails_the_same_way_wherever_it_is(observe, path):
             {name: vars(value) if isinstance(value, Observation) else value
              for name, value in seen.extra.items()}, default=str)
         assert row not in text and "Original Line" not in text, (path, kind)
+
+
+# ----------------------------------------------------------------------------------
+# the service: JSON endpoints and dashboard pages (a TestClient per neighbour)
+# ----------------------------------------------------------------------------------
+
+SERVICE_CONFIG = """[service]
+ledger = "budget.sqlite"
+rate = 1000.0
+burst = 1000
+
+[[dataset]]
+name = "d"
+path = "{data}"
+user_column = "user"
+columns = ["item"]
+epsilon = 10.0
+delta = 1e-4
+
+[[analyst]]
+name = "alice"
+datasets = ["d"]
+"""
+#: dashboard HTML: every number masked (the noisy counts and intervals among them)
+HTML_NUMBERS = [(r"-?\d+(\.\d+)?([eE][-+]?\d+)?", "#")]
+
+
+def _service(directory: Path, data: Path, steps) -> Observation:
+    """Run ``steps(client, headers)`` -> {name: response} on a fresh service over
+    ``data``; stdout is the JSON of {name: [status, body]}, HTML bodies masked."""
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from privloss.service.app import create_app
+    from privloss.service.config import load_config
+    from tests.service.conftest import issue_tokens
+
+    config_path = directory / "service.toml"
+    config_path.write_text(SERVICE_CONFIG.format(data=data.name))
+    config = load_config(config_path)
+    token = issue_tokens(config)["alice"]
+    seen = {}
+    with harness.plain_process() as (out, err):
+        with TestClient(create_app(config), raise_server_exceptions=False) as client:
+            for name, response in steps(client, {"Authorization": f"Bearer {token}"}, token):
+                if response.headers.get("content-type", "").startswith("application/json"):
+                    body = response.json()
+                else:
+                    body = response.text
+                    for pattern, replacement in HTML_NUMBERS:
+                        body = re.sub(pattern, replacement, body)
+                seen[name] = [response.status_code, body]
+    return Observation(0, out.getvalue() + json.dumps(seen), err.getvalue())
+
+
+def service_histogram_domain(directory, data):
+    """Histogram with a public domain, history, budgets, the dashboard pages."""
+    def steps(client, headers, token):
+        yield "histogram", client.post("/v1/datasets/d/histogram", headers=headers, json={
+            "column": "item", "epsilon": 1.0, "l0": 3, "domain": list(DOMAIN)})
+        yield "history", client.get("/v1/datasets/d/history", headers=headers)
+        yield "budget", client.get("/v1/datasets/d/budget", headers=headers)
+        yield "datasets", client.get("/v1/datasets", headers=headers)
+        client.post("/login", data={"token": token}, follow_redirects=False)
+        client.cookies.set("privloss_session", token)
+        yield "home", client.get("/")
+        yield "page", client.get("/datasets/d")
+        yield "dashboard-release", client.post("/datasets/d/release", data={
+            "command": "histogram", "column": "item", "epsilon": "1", "l0": "3",
+            "domain": ",".join(DOMAIN)})
+    return _service(directory, data, steps)
+
+
+def service_topk(directory, data):
+    """Plan, top-k (DP-selected items), history."""
+    def steps(client, headers, token):
+        parameters = {"column": "item", "epsilon": 1.0, "delta": 1e-6, "k": 2, "l0": 2,
+                      "d_bar": 10}
+        yield "plan", client.post("/v1/datasets/d/plan", headers=headers,
+                                  json={"command": "topk", **parameters})
+        yield "topk", client.post("/v1/datasets/d/topk", headers=headers, json=parameters)
+        yield "history", client.get("/v1/datasets/d/history", headers=headers)
+    return _service(directory, data, steps)
+
+
+PATHS["service-histogram-domain"] = ("csv", True, None, service_histogram_domain, ())
+PATHS["service-topk"] = ("csv", False, None, service_topk, ())
+SERVICE_PATHS = ("service-histogram-domain", "service-topk")
+
+
+@pytest.mark.parametrize("path,kind", [_mark(path, kind, slow=kind not in ("many_rows", "null"))
+                                       for path in SERVICE_PATHS for kind in CSV_KINDS])
+def test_service_neighbour_identical_but_noise(observe, path, kind):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("argon2")
+    base_view, base = observe(path, None)
+    assert '"histogram": [200' in base.stdout or '"topk": [200' in base.stdout, base.stdout
+    assert_same(base_view, observe(path, kind)[0], f"{path} on {kind}")
+
+
+@pytest.mark.parametrize("path", [_malformed_param("service-histogram-domain")])
+def test_service_malformed_row_fails_the_same_way(observe, path):
+    pytest.importorskip("fastapi")
+    early_view, early = observe(path, "malformed_early")
+    late_view, _ = observe(path, "malformed_late")
+    assert '"histogram": [200' not in early.stdout
+    assert_same(early_view, late_view, f"{path}: malformed row early / late")
