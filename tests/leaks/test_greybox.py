@@ -174,6 +174,37 @@ def cli_topk_typed_json(directory, data):
                     "--l0", "2", "--d-bar", "10", "--seed", SEED, "--json"])
 
 
+def lib_aggregate_selected(directory, data):
+    """Groups through the noisy threshold (no keys): DP-selected rows."""
+    import privloss
+    return run_library(lambda: privloss.aggregate(
+        data, privacy_unit="user", by="item", aggregations=["count", "mean:amount:0:10"],
+        epsilon=1.0, delta=1e-6, max_groups=2, seed=SEED))
+
+
+def frame_lib_topk(directory, data):
+    import pandas as pd
+
+    import privloss
+    frame = pd.read_parquet(data)
+    return run_library(lambda: privloss.topk(frame, user="user", item="item", k=2, epsilon=1.0,
+                                             delta=1e-6, l0=2, d_bar=10, seed=SEED))
+
+
+def cli_epsilon_max_ledger(directory, data):
+    ledger = _ledger(directory)
+    seen = run_cli(["histogram", data, *COLUMNS, "--epsilon", "max", "--l0", "3", "--domain",
+                    _domain_file(directory, DOMAIN), "--seed", SEED, "--json", *ledger])
+    return _with_ledger_views(seen, ledger)
+
+
+def cli_histogram_sql(directory, data):
+    """A trusted --sql query that runs."""
+    return run_cli(["histogram", "SELECT user, item FROM t WHERE amount <> '9'", "--sql",
+                    "--table", f"t={data}", *COLUMNS, "--epsilon", "1", "--l0", "3",
+                    "--domain", _domain_file(directory, DOMAIN), "--seed", SEED, "--json"])
+
+
 #: name -> (format, public keys, bound on |noisy(D') - noisy(D)| or None, runner, masks)
 PATHS = {
     "lib-topk": ("csv", False, None, lib_topk, ()),
@@ -195,6 +226,10 @@ PATHS = {
     "parquet-cli-aggregate-json-ledger": ("parquet", True, 1,
                                           cli_aggregate_json_ledger(INTEGER_DOMAIN), ()),
     "parquet-cli-topk-json": ("parquet", False, None, cli_topk_typed_json, ()),
+    "lib-aggregate-selected": ("csv", False, None, lib_aggregate_selected, ()),
+    "frame-lib-topk": ("parquet", False, None, frame_lib_topk, ()),
+    "cli-epsilon-max-ledger": ("csv", True, None, cli_epsilon_max_ledger, ()),
+    "cli-histogram-sql": ("csv", True, 1, cli_histogram_sql, ()),
 }
 
 #: (path, kind) pairs that fail before the fixes, and why (audit items a-c)
@@ -378,9 +413,15 @@ def service_histogram_domain(directory, data):
         client.cookies.set("privloss_session", token)
         yield "home", client.get("/")
         yield "page", client.get("/datasets/d")
-        yield "dashboard-release", client.post("/datasets/d/release", data={
-            "command": "histogram", "column": "item", "epsilon": "1", "l0": "3",
-            "domain": ",".join(DOMAIN)})
+        form = {"command": "histogram", "column": "item", "epsilon": "1", "l0": "3",
+                "domain": ",".join(DOMAIN)}
+        yield "dashboard-preview", client.post("/datasets/d/preview", data=form)
+        yield "dashboard-release", client.post("/datasets/d/release", data=form)
+        sql = {"query": "SELECT item, COUNT(*) FROM d GROUP BY item", "epsilon": 1.0,
+               "keys": list(DOMAIN)}
+        yield "sql-plan", client.post("/v1/datasets/d/sql/plan", headers=headers, json=sql)
+        yield "sql", client.post("/v1/datasets/d/sql", headers=headers, json=sql)
+        yield "history-after", client.get("/v1/datasets/d/history", headers=headers)
     return _service(directory, data, steps)
 
 
