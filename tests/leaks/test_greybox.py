@@ -248,13 +248,14 @@ def _mark(path: str, kind: str, slow: bool = False):
 
 
 def _cases():
-    """Every path on every neighbour; the fast suite runs each path on
-    ``many_rows`` and one more kind (rotating), plus the audit's cases."""
+    """Every path on every neighbour; the fast suite runs each path on one
+    kind (rotating, so every kind runs on some paths) and typed inputs also on
+    ``type_change`` (audit (c))."""
     for number, (path, (form, *_rest)) in enumerate(PATHS.items()):
         kinds = CSV_KINDS if form == "csv" else TYPED_KINDS
         if path in ("lib-failing-sql", "cli-failing-sql-ledger"):
             kinds = ("one_row", "many_rows")
-        fast = {"many_rows", kinds[number % len(kinds)]}
+        fast = {kinds[number % len(kinds)]}
         if form != "csv":
             fast.add("type_change")
         for kind in kinds:
@@ -327,8 +328,10 @@ MALFORMED_PATHS = ("lib-histogram-domain", "cli-topk-json-ledger", "cli-histogra
 
 def _malformed_param(path: str):
     reason = KNOWN_LEAKS.get((path, "malformed"))
-    return pytest.param(path, id=path,
-                        marks=[pytest.mark.xfail(strict=True, reason=reason)] if reason else [])
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    if path.startswith("process-"):     # two processes; the in-process paths cover it
+        marks.append(pytest.mark.slow)
+    return pytest.param(path, id=path, marks=marks)
 
 
 @pytest.mark.parametrize("path", [_malformed_param(path) for path in MALFORMED_PATHS])
@@ -442,8 +445,9 @@ PATHS["service-topk"] = ("csv", False, None, service_topk, ())
 SERVICE_PATHS = ("service-histogram-domain", "service-topk")
 
 
-@pytest.mark.parametrize("path,kind", [_mark(path, kind, slow=kind not in ("many_rows", "null"))
-                                       for path in SERVICE_PATHS for kind in CSV_KINDS])
+@pytest.mark.parametrize("path,kind", [_mark(path, kind, slow=kind != fast)
+                                       for path, fast in zip(SERVICE_PATHS, ("many_rows", "null"))
+                                       for kind in CSV_KINDS])
 def test_service_neighbour_identical_but_noise(observe, path, kind):
     pytest.importorskip("fastapi")
     pytest.importorskip("argon2")
