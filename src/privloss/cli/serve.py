@@ -127,6 +127,8 @@ def serve(config, *, host: str, port: int, workers: int = 1, token: str | None =
         print(f"privloss serve: {len(config.datasets)} dataset(s), {len(config.analysts)} "
               f"analyst(s); dashboard {url}", flush=True)
     if workers == 1:
+        from privloss.service.server import operator_logging
+        operator_logging()
         uvicorn.run(create_app(config), host=host, port=port, log_level="warning",
                     server_header=False)
         return
