@@ -463,3 +463,39 @@ def test_service_malformed_row_fails_the_same_way(observe, path):
     late_view, _ = observe(path, "malformed_late")
     assert '"histogram": [200' not in early.stdout
     assert_same(early_view, late_view, f"{path}: malformed row early / late")
+
+
+# ----------------------------------------------------------------------------------
+# Spark (slow: a JVM)
+# ----------------------------------------------------------------------------------
+
+def spark_lib_histogram_domain(directory, data):
+    import privloss
+    return run_library(lambda: privloss.histogram(data, user="user", item="item", epsilon=1.0,
+                                                  l0=3, domain=list(INTEGER_DOMAIN), seed=SEED,
+                                                  engine="spark"))
+
+
+def spark_lib_aggregate_keys(directory, data):
+    import privloss
+    return run_library(lambda: privloss.aggregate(
+        data, privacy_unit="user", by="item", aggregations=["count", "sum:amount:0:10"],
+        keys=list(INTEGER_DOMAIN), epsilon=1.0, seed=SEED, engine="spark"))
+
+
+PATHS["spark-parquet-lib-histogram-domain"] = ("parquet", True, 1, spark_lib_histogram_domain,
+                                               ())
+PATHS["spark-parquet-lib-aggregate-keys"] = ("parquet", True, 1, spark_lib_aggregate_keys, ())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["one_row", "type_change"])
+@pytest.mark.parametrize("path", ["spark-parquet-lib-histogram-domain",
+                                  "spark-parquet-lib-aggregate-keys"])
+def test_spark_neighbour_identical_but_noise(spark, observe, path, kind):
+    base_view, base = observe(path, None)
+    view, seen = observe(path, kind)
+    assert base.status == "ok", base.stderr
+    assert_same(base_view, view, f"{path} on {kind}")
+    gaps = noisy_gaps(json.loads(base.stdout), json.loads(seen.stdout))
+    assert max(gaps.values()) <= 1, gaps

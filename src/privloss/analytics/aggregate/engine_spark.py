@@ -94,7 +94,9 @@ def bounded_aggregates(inp, *, unit: str, by: tuple, value_columns: tuple, grids
     """As :func:`privloss.analytics.aggregate.engine_duckdb.bounded_aggregates`."""
     from pyspark.sql import functions
 
-    from privloss.analytics.engines.spark_engine import _spark_error_types
+    from privloss.analytics.engines.duckdb_engine import number_label
+    from privloss.analytics.engines.spark_engine import (FLOAT_TYPES, _spark_error_types,
+                                                         integral_as_text)
     from privloss.analytics.errors import computation_failed
     from privloss.analytics.inputs import describe_input
 
@@ -104,9 +106,15 @@ def bounded_aggregates(inp, *, unit: str, by: tuple, value_columns: tuple, grids
     kept = None
     try:
         frame = _checked(inp, unit, by, value_columns, snapshots)
+        types = {field.name: type(field.dataType).__name__ for field in frame.schema.fields}
+
+        def key(name, alias):     # a float key column (one null in an integer column)
+            if types[name] in FLOAT_TYPES:
+                return integral_as_text(functions, _quoted(functions, name)).alias(alias)
+            return _quoted(functions, name).alias(alias)
+        float_groups = [types[b] in FLOAT_TYPES for b in by]
         projected = frame.select(
-            _quoted(functions, unit).alias("u"),
-            *[_quoted(functions, b).alias(f"g{i}") for i, b in enumerate(by)],
+            key(unit, "u"), *[key(b, f"g{i}") for i, b in enumerate(by)],
             *[_quoted(functions, v).alias(f"v{i}") for i, v in enumerate(value_columns)])
         kinds = [_kind(field.dataType) for field in projected.schema.fields]
         group_integer = len(by) == 1 and kinds[1] == "integer"
@@ -154,7 +162,9 @@ def bounded_aggregates(inp, *, unit: str, by: tuple, value_columns: tuple, grids
         group = row[:groups]
         rest = row[groups + 2:]
         out.append({
-            "group": group, "distinct": int(row[groups]), "rows": int(row[groups + 1]),
+            "group": tuple(number_label(value) if is_float else value
+                           for value, is_float in zip(group, float_groups)),
+            "distinct": int(row[groups]), "rows": int(row[groups + 1]),
             "sum": {v: int(rest[2 * i] or 0) for i, v in enumerate(value_columns)},
             "nonnull": {v: int(rest[2 * i + 1]) for i, v in enumerate(value_columns)},
             "bins": {c: histograms.get((value_columns.index(c), group), {})

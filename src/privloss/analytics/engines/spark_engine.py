@@ -52,6 +52,7 @@ from privloss.analytics.bounding import (CANONICAL_INTEGER, LANE_BITS, LANE_MASK
                                          MIX_MULTIPLIER, MIX_SHIFT, ContributionBounds,
                                          SelectionKey, text_code_digits)
 from privloss.analytics.engines._result import EngineResult, check_columns, exact_files
+from privloss.analytics.engines.duckdb_engine import number_label
 from privloss.analytics.errors import computation_failed
 from privloss.analytics.inputs import (FileInput, FrameInput, QueryInput, RelationInput,
                                        SparkFrameInput, describe_input)
@@ -171,6 +172,20 @@ def _is_integer_text(column):
     return column.cast("string").rlike(_CANONICAL_JAVA)
 
 
+def integral_as_text(functions, column):
+    """Spark's :func:`~privloss.analytics.engines.duckdb_engine.floats_as_integer_text`
+    for one FLOAT / DOUBLE key column: an integral finite value below 9.2e18 as
+    its integer text, any other as Spark's text of the value."""
+    f = functions
+    integral = ~f.isnan(column) & (f.abs(column) < f.lit(9.2e18)) \
+        & (column == f.floor(column).cast("double"))
+    return f.when(integral, column.cast("long").cast("string")).otherwise(column.cast("string"))
+
+
+#: Spark types of key columns written as integer text where integral (audit (c))
+FLOAT_TYPES = ("FloatType", "DoubleType")
+
+
 def _code(functions, column, is_integer: bool):
     """``code`` (bounding): the integer for integer columns and canonical integer
     text, else the md5 prefix of the text."""
@@ -259,7 +274,15 @@ def aggregate(inp, user_column: str, item_column: str, bounds: ContributionBound
         types = {field.name: type(field.dataType).__name__ for field in frame.schema.fields}
         quoted = {name: f.col("`" + name.replace("`", "``") + "`")
                   for name in (user_column, item_column)}
-        pairs = frame.select(quoted[user_column].alias("u"), quoted[item_column].alias("i")) \
+        float_items = types[item_column] in FLOAT_TYPES
+        keys = []
+        for name, alias in ((user_column, "u"), (item_column, "i")):
+            if types[name] in FLOAT_TYPES:   # one null made an integer column float64
+                keys.append(integral_as_text(f, quoted[name]).alias(alias))
+                types[name] = "StringType"
+            else:
+                keys.append(quoted[name].alias(alias))
+        pairs = frame.select(*keys) \
                      .where(f.col("u").isNotNull() & f.col("i").isNotNull()) \
                      .groupBy("u", "i").agg(f.count(f.lit(1)).alias("c"))
         if bounds.l0 is not None:
@@ -295,4 +318,5 @@ def aggregate(inp, user_column: str, item_column: str, bounds: ContributionBound
     finally:
         for snapshot in snapshots:
             snapshot.close()
-    return EngineResult([row["item"] for row in rows], [int(row["cnt"]) for row in rows], total)
+    labels = [number_label(row["item"]) if float_items else row["item"] for row in rows]
+    return EngineResult(labels, [int(row["cnt"]) for row in rows], total)
