@@ -240,7 +240,7 @@ def plan_release(ledger, dataset, analyst, command: str, body: dict) -> dict:
 
 def run_release(ledger, dataset, analyst, command: str, body: dict) -> dict:
     """Charge, then compute; the response body (release, receipt, budget)."""
-    from privloss.analytics.engines import bounded_histogram
+    from privloss.analytics.engines import bounded_histogram, check_input
     from privloss.analytics.errors import ComputationFailed, computation_failed
 
     name = ensure_dataset(ledger, dataset)
@@ -257,6 +257,10 @@ def run_release(ledger, dataset, analyst, command: str, body: dict) -> dict:
     def compute() -> dict:
         """Everything that reads the data; runs only after the charge."""
         try:
+            # the whole file parsed first: a malformed row fails here (charged, fixed
+            # text) wherever it is, also in a column the release does not read
+            check_input(source, user_column=dataset.user_column, item_column=column,
+                        engine=dataset.engine)
             histogram = bounded_histogram(source, user_column=dataset.user_column,
                                           item_column=column, l0=request.l0, linf=request.linf,
                                           engine=dataset.engine, **request.engine_request())
