@@ -66,9 +66,9 @@ EXTRA_USER = "u-extra"
 
 #: neighbour kinds: one unit added with ...
 NEIGHBOURS = ("one_row", "many_rows", "new_group", "extreme", "null", "type_change",
-              "malformed_early", "malformed_late")
+              "malformed_early", "malformed_late", "bad_utf8_early", "bad_utf8_late")
 #: kinds whose added row cannot be read: they must all fail the same way
-MALFORMED = ("malformed_early", "malformed_late")
+MALFORMED = ("malformed_early", "malformed_late", "bad_utf8_early", "bad_utf8_late")
 
 
 def base_rows() -> list[tuple]:
@@ -93,7 +93,8 @@ def added_rows(kind: str) -> list[tuple]:
         return [(EXTRA_USER, "z-new", 1)]
     if kind == "extreme":
         return [(EXTRA_USER, "a", 1e300), (EXTRA_USER, "b", -1e300),
-                (EXTRA_USER, "x" * 2000, 2 ** 62)]
+                (EXTRA_USER, "x" * 2000, 2 ** 62), (EXTRA_USER, "c", "nan"),
+                (EXTRA_USER, "d", "-inf"), (EXTRA_USER, "line\nbreak,\"quoted\"", 1)]
     if kind == "null":
         return [(EXTRA_USER, None, 1), (EXTRA_USER, "a", None)]
     if kind == "type_change":           # CSV: text in the numeric column
@@ -104,14 +105,19 @@ def added_rows(kind: str) -> list[tuple]:
 #: malformed rows (too many fields); different content early and late, so an
 #: echo of the row differs even between the two
 MALFORMED_ROWS = {"malformed_early": f"{EXTRA_USER},a,US,5,1,extra",
-                  "malformed_late": f"{EXTRA_USER},b,FR,7,2,other"}
+                  "malformed_late": f"{EXTRA_USER},b,FR,7,2,other",
+                  # invalid UTF-8 in the column no release reads (written as bytes)
+                  "bad_utf8_early": f"{EXTRA_USER},a,5\udcff\udcfe",
+                  "bad_utf8_late": f"{EXTRA_USER},b,7\udcfe\udcff"}
 
 
 def _csv_field(value) -> str:
     if value is None:
         return ""
     text = str(value)
-    return f'"{text}"' if any(c in text for c in ',"\n') else text
+    if any(c in text for c in ',"\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def write_csv(path: Path, kind: str | None = None) -> Path:
@@ -119,14 +125,14 @@ def write_csv(path: Path, kind: str | None = None) -> Path:
     lines = ["user,item,amount"] + [",".join(map(_csv_field, row)) for row in base_rows()]
     if kind in MALFORMED:
         row = MALFORMED_ROWS[kind]
-        if kind == "malformed_early":
+        if kind.endswith("_early"):
             lines.insert(2, row)
         else:
             lines.append(row)
-        assert (lines.index(row) > SNIFF_LINES) == (kind == "malformed_late")
+        assert (lines.index(row) > SNIFF_LINES) == kind.endswith("_late")
     elif kind is not None:
         lines += [",".join(map(_csv_field, row)) for row in added_rows(kind)]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_bytes(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
     return path
 
 

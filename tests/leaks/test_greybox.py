@@ -335,14 +335,16 @@ def _malformed_param(path: str):
 
 
 @pytest.mark.parametrize("path", [_malformed_param(path) for path in MALFORMED_PATHS])
-def test_malformed_row_fails_the_same_way_wherever_it_is(observe, path):
-    """A row the reader rejects, inside DuckDB's sniffing sample or past it:
-    the same failure, text, exit status and ledger state, nothing of the row."""
+@pytest.mark.parametrize("second", ["malformed_late", "bad_utf8_early", "bad_utf8_late"])
+def test_malformed_row_fails_the_same_way_wherever_it_is(observe, path, second):
+    """A row the reader rejects (too many fields; invalid UTF-8 in a column no
+    release reads), inside DuckDB's sniffing sample or past it: the same
+    failure, text, exit status and ledger state, nothing of the row."""
     early_view, early = observe(path, "malformed_early")
-    late_view, late = observe(path, "malformed_late")
+    late_view, late = observe(path, second)
     assert early.status not in (0, "ok") and late.status not in (0, "ok")
-    assert_same(early_view, late_view, f"{path}: malformed row early / late")
-    for kind, seen in (("malformed_early", early), ("malformed_late", late)):
+    assert_same(early_view, late_view, f"{path}: malformed_early / {second}")
+    for kind, seen in (("malformed_early", early), (second, late)):
         row = harness.MALFORMED_ROWS[kind]
         text = seen.stdout + seen.stderr + json.dumps(
             {name: vars(value) if isinstance(value, Observation) else value
@@ -456,13 +458,14 @@ def test_service_neighbour_identical_but_noise(observe, path, kind):
     assert_same(base_view, observe(path, kind)[0], f"{path} on {kind}")
 
 
+@pytest.mark.parametrize("second", ["malformed_late", "bad_utf8_late"])
 @pytest.mark.parametrize("path", [_malformed_param("service-histogram-domain")])
-def test_service_malformed_row_fails_the_same_way(observe, path):
+def test_service_malformed_row_fails_the_same_way(observe, path, second):
     pytest.importorskip("fastapi")
     early_view, early = observe(path, "malformed_early")
-    late_view, _ = observe(path, "malformed_late")
+    late_view, _ = observe(path, second)
     assert '"histogram": [200' not in early.stdout
-    assert_same(early_view, late_view, f"{path}: malformed row early / late")
+    assert_same(early_view, late_view, f"{path}: malformed_early / {second}")
 
 
 # ----------------------------------------------------------------------------------
