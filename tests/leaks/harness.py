@@ -10,8 +10,10 @@ arXiv:2602.17454, found 13 violations in 12 DP libraries this way).
 
 What is masked (and nothing else):
 
-* noisy values: ``count`` / ``ci95`` of release items, ``values`` / ``ci95``
-  of aggregate rows, ``totals``; a masked value keeps its type name
+* noisy values: every field but the label of a release's ``items`` / an
+  aggregate's ``rows`` (``count``, ``ci95``, ``values``), and ``totals``
+  (elsewhere, e.g. an event's ``count``, nothing is masked); a masked value
+  keeps its type name
   (``Noisy("int")``), so an int turning into a float is still a difference;
 * DP-selected keys: the ``items`` / ``rows`` list of an unknown-domain
   release becomes ``DpSelected(types)``, equal to another when the label
@@ -294,7 +296,8 @@ _RANDOM_TOKENS = [
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?"), "<TIME>"),
     (re.compile(r"\b[0-9a-f]{64}\b"), "<MAC>"),
 ]
-_NOISY_KEYS = {"count", "ci95", "values", "totals"}
+#: noisy values outside the rows of a release (inside them every non-key field is)
+_NOISY_KEYS = {"totals"}
 _TIME_KEYS = {"time", "created", "mac", "release_id", "id", "elapsed"}
 
 
