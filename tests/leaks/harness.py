@@ -298,7 +298,7 @@ _RANDOM_TOKENS = [
 ]
 #: noisy values outside the rows of a release (inside them every non-key field is)
 _NOISY_KEYS = {"totals"}
-_TIME_KEYS = {"time", "created", "mac", "release_id", "id", "elapsed"}
+_TIME_KEYS = {"time", "created", "mac", "elapsed"}
 
 
 def mask_text(text: str, run_directory: str | None = None) -> str:
