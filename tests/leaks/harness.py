@@ -68,7 +68,7 @@ EXTRA_USER = "u-extra"
 
 #: neighbour kinds: one unit added with ...
 NEIGHBOURS = ("one_row", "many_rows", "new_group", "extreme", "null", "type_change",
-              "malformed_early", "malformed_late", "bad_utf8_early", "bad_utf8_late")
+              "null_user", "malformed_early", "malformed_late", "bad_utf8_early", "bad_utf8_late")
 #: kinds whose added row cannot be read: they must all fail the same way
 MALFORMED = ("malformed_early", "malformed_late", "bad_utf8_early", "bad_utf8_late")
 
@@ -147,6 +147,8 @@ def _integer_frame_rows(kind: str | None) -> list[tuple]:
         return rows
     if kind == "type_change":           # one null item: pandas makes the column float64
         return rows + [(extra, None, 1.0)]
+    if kind == "null_user":             # a row without a user: the user column float64
+        return rows + [(None, 1, 1.0)]
     if kind == "null":
         return rows + [(extra, 1, None)]
     if kind == "new_group":

@@ -41,7 +41,8 @@ from tests.leaks.harness import (DOMAIN, INTEGER_DOMAIN, Observation,  # noqa: E
 
 SEED = 3
 CSV_KINDS = ("one_row", "many_rows", "new_group", "extreme", "null", "type_change")
-TYPED_KINDS = ("one_row", "many_rows", "new_group", "extreme", "null", "type_change")
+TYPED_KINDS = ("one_row", "many_rows", "new_group", "extreme", "null", "type_change",
+               "null_user")
 COLUMNS = ["--user-column", "user", "--item-column", "item"]
 
 # text tables: keep public labels, mask the noisy numbers; DP-selected rows go
