@@ -9,7 +9,16 @@ submodule (``privloss.bounds.zcdp``, say) does not load the whole library.
 
 from __future__ import annotations
 
+import logging
+
 from privloss._lazy import lazy_exports
+
+# A library's loggers are silent unless the application configures logging:
+# without a handler anywhere, Python's last-resort handler would print every
+# WARNING+ record (an engine error's text, with values of the data) on stderr.
+# Records still propagate to handlers the operator installs (root or
+# "privloss.engine").
+logging.getLogger("privloss").addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 

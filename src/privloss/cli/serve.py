@@ -162,7 +162,9 @@ def serve(config, *, host: str, port: int, workers: int = 1, token: str | None =
     # (uvicorn would believe it from 127.0.0.1)
     if workers == 1:
         from privloss.cli.ledger import ledger_errors
+        from privloss.service.server import operator_logging
         from privloss.service.snapshots import StartupError
+        operator_logging()
         try:
             with ledger_errors():  # a damaged, rolled-back or deleted ledger: exit 2, one line
                 app = create_app(config)

@@ -5,6 +5,10 @@ private computation runs (after a ledger charged it): its message is fixed
 and carries only a random error id; the engine's own text, which can contain
 values of the data (``error('count=' || ...)`` in a query), goes only to the
 operator's log, ``logging.getLogger("privloss.engine")``, under that id.
+That log is silent until the operator configures logging (the ``privloss``
+logger has a ``NullHandler``, so Python's last-resort handler never prints
+the text on stderr); e.g. ``logging.basicConfig()`` or a handler on
+``privloss.engine``.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from __future__ import annotations
 import logging
 import secrets
 
-__all__ = ["ComputationFailed", "FIXED_MESSAGE", "ENGINE_LOGGER", "computation_failed"]
+__all__ = ["ComputationFailed", "FIXED_MESSAGE", "ENGINE_LOGGER", "computation_failed",
+           "log_engine_error"]
 
 #: the only text an analyst sees when the computation fails
 FIXED_MESSAGE = "the computation failed; the release was charged"
@@ -34,10 +39,16 @@ class ComputationFailed(RuntimeError):
         super().__init__(f"{FIXED_MESSAGE} (error id {error_id})")
 
 
-def computation_failed(error: BaseException, what: str) -> ComputationFailed:
-    """Log ``error`` (its type and text) for the operator and return the fixed
-    :class:`ComputationFailed` to raise instead (``raise computation_failed(e, ...) from None``)."""
+def log_engine_error(error: BaseException, what: str) -> str:
+    """Log ``error`` (its type and text) for the operator; return the random
+    error id that names the record."""
     error_id = secrets.token_hex(4)
     logging.getLogger(ENGINE_LOGGER).error("privloss computation %s failed (%s): %s: %s",
                                            error_id, what, type(error).__name__, error)
-    return ComputationFailed(error_id)
+    return error_id
+
+
+def computation_failed(error: BaseException, what: str) -> ComputationFailed:
+    """Log ``error`` (its type and text) for the operator and return the fixed
+    :class:`ComputationFailed` to raise instead (``raise computation_failed(e, ...) from None``)."""
+    return ComputationFailed(log_engine_error(error, what))

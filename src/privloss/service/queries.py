@@ -242,7 +242,7 @@ def run_release(ledger, dataset, analyst, command: str, body: dict, snapshot=Non
     """Charge, then compute; the response body (release, receipt, budget).
     ``snapshot``: what to read (:meth:`SnapshotStore.current`, taken before
     the charge)."""
-    from privloss.query.engines import bounded_histogram
+    from privloss.query.engines import bounded_histogram, check_input
     from privloss.query.errors import ComputationFailed, computation_failed
 
     name = ensure_dataset(ledger, dataset)
@@ -259,6 +259,10 @@ def run_release(ledger, dataset, analyst, command: str, body: dict, snapshot=Non
     def compute() -> dict:
         """Everything that reads the data; runs only after the charge."""
         try:
+            # the whole file parsed first: a malformed row fails here (charged, fixed
+            # text) wherever it is, also in a column the release does not read
+            check_input(source, user_column=dataset.user_column, item_column=column,
+                        engine=dataset.engine)
             histogram = bounded_histogram(source, user_column=dataset.user_column,
                                           item_column=column, l0=request.l0, linf=request.linf,
                                           engine=dataset.engine, **request.engine_request())

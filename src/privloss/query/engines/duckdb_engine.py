@@ -53,11 +53,11 @@ from __future__ import annotations
 import os
 import tempfile
 
-from privloss.query.bounding import SelectionKey
+from privloss.query.bounding import SelectionKey, is_canonical_integer
 from privloss.query.engines._codes import check_columns, column_kind, key_codes_of, text_ok
 from privloss.query.engines._files import exact_files
 from privloss.query.engines._sql import DUCKDB, bounded_sql
-from privloss.query.errors import computation_failed
+from privloss.query.errors import computation_failed, log_engine_error
 from privloss.query.inputs import (FileInput, FrameInput, QueryInput, RelationInput,
                                    SparkFrameInput, SparkTable, describe_input,
                                    resolve_input)
@@ -86,6 +86,39 @@ def import_duckdb():
 
 def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+_FLOAT_TYPES = {"FLOAT", "DOUBLE", "REAL"}
+
+
+def floats_as_integer_text(duckdb, relation, names: tuple[str, ...]):
+    """``(relation, floats)``: the key columns ``names`` (our own aliases) of
+    type FLOAT / DOUBLE as text with an integral value written as its integer
+    (``'1'``, not ``'1.0'``), and ``floats``, the names converted.  One null
+    turns an integer column of a pandas frame (and the Parquet written from it)
+    into float64: without this, known keys 1, 2, 3 stopped matching 1.0, labels
+    became floats and the bounding codes changed for every user.  As text, an
+    integral value groups, codes, matches keys and orders exactly as the
+    integer did; :func:`number_label` turns the labels back into numbers."""
+    expressions, floats = [], []
+    for name, kind in zip(relation.columns, relation.types):
+        if name in names and str(kind).upper() in _FLOAT_TYPES:
+            floats.append(name)
+            expressions.append(duckdb.SQLExpression(
+                f"CASE WHEN isfinite({name}) AND {name} = trunc({name}) "
+                f"AND abs({name}) < 9.2e18 THEN CAST(CAST({name} AS BIGINT) AS VARCHAR) "
+                f"ELSE CAST({name} AS VARCHAR) END").alias(name))
+        else:
+            expressions.append(duckdb.ColumnExpression(name))
+    return (relation.select(*expressions) if floats else relation), tuple(floats)
+
+
+def number_label(text):
+    """A label of a column :func:`floats_as_integer_text` converted: the int
+    of integer text, else the float (``nan``, ``inf``, ``1.5``)."""
+    if text is None:
+        return None
+    return int(text) if is_canonical_integer(text) else float(text)
 
 
 def check_select(duckdb, text: str) -> None:
@@ -140,18 +173,30 @@ def _locked_connection(duckdb, allowed: tuple[str, ...], spill_directory: str):
     return connection
 
 
-def _file_relation(duckdb, con, inp: FileInput, names: tuple[str, ...]):
+def _file_relation(duckdb, con, inp: FileInput, names: tuple[str, ...], scan: bool = False):
     """A relation over exactly ``names`` (no glob expansion), through the
-    relational API (no SQL text)."""
+    relational API (no SQL text).  ``scan``: parse every row of a CSV / TSV
+    file now (every column), so a malformed row anywhere fails here, before a
+    charge, exactly as one inside DuckDB's sniffing sample does.  A read
+    failure is one fixed message: DuckDB's names the line and quotes the row
+    (the data), so that text goes to the ``privloss.engine`` log only."""
     try:
         if inp.format == "parquet":
             return con.read_parquet(list(names))
-        return con.read_csv(list(names), header=True, all_varchar=True,
-                            sep="\t" if inp.format == "tsv" else ",", quotechar='"',
-                            escapechar='"')
+        relation = con.read_csv(list(names), header=True, all_varchar=True,
+                                sep="\t" if inp.format == "tsv" else ",", quotechar='"',
+                                escapechar='"')
+        if scan:
+            relation.aggregate([duckdb.FunctionExpression("count", duckdb.ColumnExpression(c))
+                                for c in relation.columns]).fetchall()
+        return relation
     except duckdb.Error as error:
-        raise ValueError(f"could not read {describe_input(inp)}: "
-                         f"{str(error).splitlines()[0]}") from None
+        error_id = log_engine_error(error, f"reading {describe_input(inp)}")
+        rule = "" if inp.format == "parquet" else \
+            " (UTF-8, a header row, every row with the header's number of fields)"
+        raise ValueError(f"could not read {describe_input(inp)}: it is not a well-formed "
+                         f"{inp.format.upper()} file{rule}; error id {error_id} (the "
+                         f"reader's message is in the privloss.engine log)") from None
 
 
 def _frame_relation(con, inp: FrameInput):
@@ -204,8 +249,9 @@ def _files_of(source: _Source, inp: FileInput) -> tuple[str, ...]:
     return names
 
 
-def _open(duckdb, inp, source: _Source) -> None:
-    """Fill ``source`` for a resolved input (schema errors: ValueError/TypeError)."""
+def _open(duckdb, inp, source: _Source, scan: bool = False) -> None:
+    """Fill ``source`` for a resolved input (schema errors: ValueError/TypeError);
+    ``scan``: parse every row of CSV / TSV files now (:func:`_file_relation`)."""
     if isinstance(inp, RelationInput):
         source.relation = inp.relation
         return
@@ -227,7 +273,8 @@ def _open(duckdb, inp, source: _Source) -> None:
             con = source.connection = _locked_connection(duckdb, allowed,
                                                           source.spill_directory())
             for name, table in inp.tables:
-                _file_relation(duckdb, con, table, files[name]).create_view(name, replace=False)
+                _file_relation(duckdb, con, table, files[name], scan).create_view(
+                    name, replace=False)
         try:
             source.relation = con.sql(inp.text)
         except duckdb.Error as error:
@@ -239,19 +286,20 @@ def _open(duckdb, inp, source: _Source) -> None:
     if isinstance(inp, FileInput):
         names = _files_of(source, inp)
         source.connection = _locked_connection(duckdb, names, source.spill_directory())
-        source.relation = _file_relation(duckdb, source.connection, inp, names)
+        source.relation = _file_relation(duckdb, source.connection, inp, names, scan)
         return
     source.connection = _locked_connection(duckdb, (), source.spill_directory())
     source.relation = _frame_relation(source.connection, inp)
 
 
-def _opened(plan: QueryPlan):
-    """(duckdb, source, the relation projected onto u, g.., v.., its kinds)."""
+def _opened(plan: QueryPlan, scan: bool = False):
+    """(duckdb, input, source, the relation projected onto u, g.., v.., its
+    kinds, the key columns written as integer text (:func:`floats_as_integer_text`))."""
     duckdb = import_duckdb()
     inp = resolve_input(plan.source)
     source = _Source()
     try:
-        _open(duckdb, inp, source)
+        _open(duckdb, inp, source, scan)
         relation = source.relation
         check_columns(list(relation.columns), list(relation.types), plan, describe_input(inp),
                       text_ok(inp))
@@ -261,19 +309,22 @@ def _opened(plan: QueryPlan):
                         for i, b in enumerate(plan.by)]
         expressions += [duckdb.ColumnExpression(v).alias(f"v{i}")
                         for i, v in enumerate(plan.value_columns)]
-        projected = relation.select(*expressions)
+        projected, floats = floats_as_integer_text(
+            duckdb, relation.select(*expressions),
+            ("u",) + tuple(f"g{i}" for i in range(len(plan.by))))
         kinds = [column_kind(kind) for kind in projected.types]
     except BaseException:
         source.close()
         raise
-    return duckdb, inp, source, projected, kinds
+    return duckdb, inp, source, projected, kinds, floats
 
 
 def check(plan: QueryPlan) -> None:
-    """Bind the plan's source (no rows are computed) and check its columns:
-    data-independent errors (``ValueError`` / ``TypeError``) a caller raises
-    before charging a release."""
-    _, _, source, _, _ = _opened(plan)
+    """Bind the plan's source and check its columns: errors (``ValueError`` /
+    ``TypeError``) a caller raises before charging a release.  No aggregate is
+    computed; CSV / TSV files are parsed whole, so a malformed row fails here
+    wherever it is (the same way for every neighbouring input)."""
+    _, _, source, _, _, _ = _opened(plan, scan=True)
     source.close()
 
 
@@ -296,10 +347,12 @@ def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_sour
         bins=plan.quantile_bins, top=plan.top)
 
 
-def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None) \
-        -> GroupStatistics:
+def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None,
+                  floats: tuple = ()) -> GroupStatistics:
     """:class:`GroupStatistics` from the rows of ``compile_plan(...).main``
-    (``histograms``: (column index, group) -> {bin: count}, Spark only)."""
+    (``histograms``: (column index, group) -> {bin: count}, Spark only;
+    ``floats``: the group columns keyed as integer text, labels turned back
+    into numbers)."""
     groups, values = len(plan.by), plan.value_columns
     width = 2 * len(values)
     out, total = [], 0
@@ -307,14 +360,16 @@ def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None) \
         row = tuple(row)
         if plan.top is not None:
             total, row = int(row[-1]), row[:-1]
-        group = tuple(row[:groups])
+        raw = tuple(row[:groups])
+        group = tuple(number_label(value) if f"g{i}" in floats else value
+                      for i, value in enumerate(raw))
         rest = row[groups + 2:]
         if histograms is None:
             bins = {column: {int(b): int(c) for b, c in dict(rest[width + j] or {}).items()
                              if b is not None}
                     for j, column in enumerate(plan.quantile_columns)}
         else:
-            bins = {column: histograms.get((values.index(column), group), {})
+            bins = {column: histograms.get((values.index(column), raw), {})
                     for column in plan.quantile_columns}
         out.append({"group": group, "distinct": int(row[groups]), "rows": int(row[groups + 1]),
                     "sum": {v: int(rest[2 * i] or 0) for i, v in enumerate(values)},
@@ -328,7 +383,7 @@ def run(plan: QueryPlan) -> GroupStatistics:
     ``ValueError`` / ``TypeError`` for what the schema shows; any failure while
     the rows are computed becomes
     :class:`~privloss.query.errors.ComputationFailed`."""
-    duckdb, inp, source, projected, kinds = _opened(plan)
+    duckdb, inp, source, projected, kinds, floats = _opened(plan)
     try:
         built = compile_plan(plan, kinds)
         try:
@@ -338,4 +393,4 @@ def run(plan: QueryPlan) -> GroupStatistics:
             raise computation_failed(error, f"duckdb, {describe_input(inp)}") from None
     finally:
         source.close()
-    return statistics_of(plan, rows)
+    return statistics_of(plan, rows, floats=floats)

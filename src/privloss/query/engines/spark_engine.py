@@ -167,8 +167,23 @@ def _spark_error_types():
     return (PySparkException, Py4JJavaError)
 
 
+def integral_as_text(functions, column):
+    """Spark's :func:`~privloss.query.engines.duckdb_engine.floats_as_integer_text`
+    for one FLOAT / DOUBLE key column: an integral finite value below 9.2e18 as
+    its integer text, any other as Spark's text of the value."""
+    f = functions
+    integral = ~f.isnan(column) & (f.abs(column) < f.lit(9.2e18)) \
+        & (column == f.floor(column).cast("double"))
+    return f.when(integral, column.cast("long").cast("string")).otherwise(column.cast("string"))
+
+
+#: Spark types of key columns written as integer text where integral (audit (c))
+FLOAT_TYPES = ("FloatType", "DoubleType")
+
+
 def _opened(plan: QueryPlan, snapshots: list):
-    """(resolved input, the frame projected onto u, g.., v.., its kinds)."""
+    """(resolved input, the frame projected onto u, g.., v.., its kinds, the key
+    columns written as integer text)."""
     _, _, functions = _import_spark()
     inp = resolve_input(plan.source)
     try:
@@ -183,11 +198,20 @@ def _opened(plan: QueryPlan, snapshots: list):
     def quoted(name: str):
         return functions.col("`" + name.replace("`", "``") + "`")
 
+    types = {field.name: type(field.dataType).__name__ for field in fields}
+    floats = []
+
+    def key(name: str, alias: str):         # a float key column (one null in an integer one)
+        if types[name] in FLOAT_TYPES:
+            floats.append(alias)
+            return integral_as_text(functions, quoted(name)).alias(alias)
+        return quoted(name).alias(alias)
+
     projected = frame.select(
-        quoted(plan.privacy_unit).alias("u"),
-        *[quoted(b).alias(f"g{i}") for i, b in enumerate(plan.by)],
+        key(plan.privacy_unit, "u"), *[key(b, f"g{i}") for i, b in enumerate(plan.by)],
         *[quoted(v).alias(f"v{i}") for i, v in enumerate(plan.value_columns)])
-    return inp, projected, [_kind(field.dataType) for field in projected.schema.fields]
+    return (inp, projected, [_kind(field.dataType) for field in projected.schema.fields],
+            tuple(floats))
 
 
 def check(plan: QueryPlan) -> None:
@@ -210,7 +234,7 @@ def run(plan: QueryPlan) -> GroupStatistics:
     views: list = []
     kept = None
     try:
-        inp, projected, kinds = _opened(plan, snapshots)
+        inp, projected, kinds, floats = _opened(plan, snapshots)
         groups = len(plan.by)
         group_integer = groups == 1 and kinds[1] == "integer"
         key_texts = None if plan.keys is None else [tuple(map(str, k)) for k in plan.keys]
@@ -253,4 +277,4 @@ def run(plan: QueryPlan) -> GroupStatistics:
         for row in rows:
             histograms.setdefault((i, tuple(row[:groups])), {})[int(row[groups])] = \
                 int(row[groups + 1])
-    return statistics_of(plan, [tuple(row) for row in main], histograms)
+    return statistics_of(plan, [tuple(row) for row in main], histograms, floats)
