@@ -92,10 +92,10 @@ def test_quantiles_are_bounded_range_events_tighter_than_laplace():
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(aggregations=["sum:missing:0:1"]), "not in"),
+    (dict(aggregations=["sum:missing:0:1"]), "is not a column"),
     (dict(aggregations=["sum:x:5:5"]), "LOW < HIGH"),
     (dict(aggregations=["sum:h:0:1"]), "must be numeric"),
-    (dict(privacy_unit="nope"), "not in"),
+    (dict(privacy_unit="nope"), "is not a column"),
 ])
 def test_bad_input_leaves_the_ledger_unchanged(tmp_path, change, message):
     from privloss.budget import Ledger
