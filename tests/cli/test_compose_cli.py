@@ -135,3 +135,21 @@ def test_console_script_runs():
                                 "--delta", "1e-6", "--interaction", "non-adaptive", "--json"],
                                capture_output=True, text=True, check=True)
     assert json.loads(completed.stdout)["epsilon"] == pytest.approx(0.628636838773, rel=1e-9)
+
+
+def test_a_billion_equal_mechanisms_from_the_command_line(capsys):
+    """Issue 23 item 3: one homogeneous --dp flag reaches 10^10 mechanisms (Theorem 1
+    over O(sqrt k) terms); the value agrees with the library's compose()."""
+    from privloss import PureDP, compose
+
+    assert main(["compose", "--dp", "0.001x1000000000", "--target-delta", "1e-6",
+                 "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    expected = compose([PureDP(0.001, count=10 ** 9)], target_delta=1e-6)
+    assert result["bound"] == "optimal-dp" and result["epsilon"] == expected.epsilon
+
+
+def test_mixed_flags_stay_under_a_million(capsys):
+    code = main(["compose", "--dp", "0.001x2000000", "--br", "0.1", "--target-delta", "1e-6"])
+    assert code == 2
+    assert "at most 10^6 mechanisms" in capsys.readouterr().err

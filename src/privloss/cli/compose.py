@@ -14,7 +14,8 @@ import argparse
 import math
 
 from privloss.cli._common import CommandError, print_json
-from privloss.cli._parse import (GAUSSIAN_RATIO, MAX_EPSILON, OrderedAppend, check_total,
+from privloss.cli._parse import (GAUSSIAN_RATIO, MAX_EPSILON, MAX_MECHANISMS, OrderedAppend,
+                                 check_total,
                                  delta_value, epsilon_value, nonnegative, positive, split_repeat)
 from privloss.events import (ApproxDP, BoundedRange, Gaussian, Interaction, Laplace, PureDP,
                              RandomizedResponse, ZCDP)
@@ -22,8 +23,18 @@ from privloss.events import (ApproxDP, BoundedRange, Gaussian, Interaction, Lapl
 MECHANISM_FLAGS = "--dp, --br, --zcdp, --approx-dp, --laplace, --gaussian or --rr"
 
 
+#: one homogeneous --dp or --approx-dp flag: Theorem 1 over O(sqrt k) terms answers
+#: up to this many mechanisms (privloss.accounting.accountant.MAX_HOMOGENEOUS)
+MAX_HOMOGENEOUS = 10 ** 10
+
+
 def _epsilon_spec(text: str):
     base, count = split_repeat(text)
+    return epsilon_value(base, f"epsilon in {text!r}"), count
+
+
+def _homogeneous_spec(text: str):
+    base, count = split_repeat(text, MAX_HOMOGENEOUS)
     return epsilon_value(base, f"epsilon in {text!r}"), count
 
 
@@ -38,7 +49,7 @@ def _scale_spec(text: str):
 
 
 def _approx_spec(text: str):
-    base, count = split_repeat(text)
+    base, count = split_repeat(text, MAX_HOMOGENEOUS)
     eps_text, sep, delta_text = base.partition(":")
     if not sep:
         raise argparse.ArgumentTypeError(f"expected EPS:DELTA[xK], got {text!r}")
@@ -49,9 +60,10 @@ def _approx_spec(text: str):
 def add_mechanism_flags(parser: argparse.ArgumentParser) -> None:
     """The mechanism flags shared by commands that compose events."""
     group = parser.add_argument_group(
-        "mechanisms (repeatable, in order of use; 0.1x50 = 50 of 0.1; at most 10^6 in total; "
-        "each epsilon in [0, 1000]; Gaussian sensitivity / sigma in [1e-100, 1e5])")
-    group.add_argument("--dp", action=OrderedAppend, kind="dp", type=_epsilon_spec,
+        "mechanisms (repeatable, in order of use; 0.1x50 = 50 of 0.1; at most 10^6 in total, "
+        "or 10^10 of one --dp / --approx-dp flag alone; each epsilon in [0, 1000]; Gaussian "
+        "sensitivity / sigma in [1e-100, 1e5])")
+    group.add_argument("--dp", action=OrderedAppend, kind="dp", type=_homogeneous_spec,
                        metavar="EPS[xK]", help="pure epsilon-DP mechanism(s), e.g. Laplace counts")
     group.add_argument("--br", action=OrderedAppend, kind="br", type=_epsilon_spec,
                        metavar="EPS[xK]", help="epsilon-bounded-range mechanism(s), e.g. exponential mechanism")
@@ -73,9 +85,13 @@ def add_mechanism_flags(parser: argparse.ArgumentParser) -> None:
 def check_mechanisms(args) -> None:
     """The ranges that involve several flags (the total count, --sensitivity with
     --laplace / --gaussian): a CommandError naming the flags, before any work."""
-    used = ", ".join(dict.fromkeys(f"--{kind}" for kind, _ in args.mechanisms or ()))
+    mechanisms = args.mechanisms or ()
+    used = ", ".join(dict.fromkeys(f"--{kind}" for kind, _ in mechanisms))
+    # one homogeneous pure/approximate DP flag: the windowed Theorem 1 (fixed parameters)
+    alone = len(mechanisms) == 1 and mechanisms[0][0] in ("dp", "approx-dp") \
+        and getattr(args, "interaction", None) != "fully-adaptive"
     try:
-        check_total(args.mechanisms or (), used)
+        check_total(mechanisms, used, MAX_HOMOGENEOUS if alone else MAX_MECHANISMS)
     except ValueError as error:
         raise CommandError(str(error)) from None
     for kind, (value, _) in args.mechanisms or ():
@@ -162,10 +178,18 @@ def run(args) -> int:
     if not args.mechanisms:
         raise CommandError(f"give at least one mechanism: {MECHANISM_FLAGS}")
     events = events_from_args(args)
-    from privloss.accounting import PrivacyAccountant
+    if sum(event.count for event in events) > MAX_MECHANISMS:
+        # one homogeneous flag beyond the arrays' limit (check_mechanisms): compose()
+        # answers with the windowed Theorem 1, the exact optimum
+        from privloss.accounting import compose
+        result = compose(events, target_delta=args.delta, target_epsilon=args.epsilon,
+                         interaction=args.interaction)
+    else:
+        from privloss.accounting import PrivacyAccountant
 
-    accountant = PrivacyAccountant(events, interaction=args.interaction)
-    result = accountant.epsilon(args.delta) if args.delta is not None else accountant.delta(args.epsilon)
+        accountant = PrivacyAccountant(events, interaction=args.interaction)
+        result = accountant.epsilon(args.delta) if args.delta is not None \
+            else accountant.delta(args.epsilon)
     if args.json:
         print_json(result.to_dict())
     else:
