@@ -43,7 +43,7 @@ def main(argv=None) -> int:
           f"(largest: {max(speakers.values()):,} words)")
 
     # known domain: the released top-10 of the public list (the documented call)
-    release = privloss.topk(rows, user="speaker", item="word", k=K, epsilon=EPSILON, delta=DELTA,
+    release = privloss.topk(rows, privacy_unit="speaker", item="word", k=K, epsilon=EPSILON, delta=DELTA,
                             l0=None, linf=LINF, domain=list(DOMAIN), seed=args.seed)
     truth = bounded_histogram(rows, user_column="speaker", item_column="word", l0=None,
                               linf=LINF, domain=list(DOMAIN), seed=args.seed)
@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     print("events: " + ", ".join(str(event) for event in release.events))
 
     # unknown domain: the same budget over the top D_BAR words
-    unknown = privloss.topk(rows, user="speaker", item="word", k=K, epsilon=EPSILON, delta=DELTA,
+    unknown = privloss.topk(rows, privacy_unit="speaker", item="word", k=K, epsilon=EPSILON, delta=DELTA,
                             l0=None, linf=LINF, d_bar=D_BAR, seed=args.seed)
     top = bounded_histogram(rows, user_column="speaker", item_column="word", l0=None, linf=LINF,
                             top=D_BAR + 1, seed=args.seed)

@@ -11,7 +11,7 @@ from privloss.api import protocol as api  # noqa: E402
 from privloss.budget import Ledger, LedgerBudgetError, LedgerPlanError, PlanItem  # noqa: E402
 from privloss.api.request import make_request  # noqa: E402
 
-TOPK = dict(user="user", item="item", k=2, delta=1e-6, l0=2, d_bar=10)
+TOPK = dict(privacy_unit="user", item="item", k=2, delta=1e-6, l0=2, d_bar=10)
 
 
 @pytest.fixture(autouse=True)
@@ -130,7 +130,7 @@ def test_plan_numbers_equal_the_release(rows, ledger):
 
 
 def test_domain_caps_the_l0_sensitivity(rows):
-    release = privloss.histogram(rows, user="user", item="item", epsilon=1.0, l0=50,
+    release = privloss.histogram(rows, privacy_unit="user", item="item", epsilon=1.0, l0=50,
                                  domain=["a", "b", "c"], seed=1)
     assert release.parameters["l0_sensitivity"] == 3
     planned = privloss.plan("histogram", epsilon=1.0, l0=50, domain=3)

@@ -108,11 +108,11 @@ def test_python_api_and_cli_give_the_same_json(capsys, rows, tmp_path):
     domain.write_text("a\nb\nc\nd\n")
     for argv, call in (
             (topk(rows, "--epsilon", "0.7", "--seed", "5", "--json"),
-             lambda: privloss.topk(rows, user="user", item="item", k=3, epsilon=0.7,
+             lambda: privloss.topk(rows, privacy_unit="user", item="item", k=3, epsilon=0.7,
                                    delta=1e-6, l0=2, d_bar=10, seed=5)),
             (["histogram", rows, "--user-column", "user", "--item-column", "item",
               "--epsilon", "0.4", "--domain", domain, "--seed", "6", "--json"],
-             lambda: privloss.histogram(rows, user="user", item="item", epsilon=0.4,
+             lambda: privloss.histogram(rows, privacy_unit="user", item="item", epsilon=0.4,
                                         domain=["a", "b", "c", "d"], seed=6))):
         code, out, err = run(capsys, *argv)
         assert code == 0, err

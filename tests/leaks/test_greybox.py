@@ -88,14 +88,14 @@ def _keys_file(directory: Path, labels) -> Path:
 
 def lib_topk(directory, data):
     import privloss
-    return run_library(lambda: privloss.topk(data, user="user", item="item", k=2, epsilon=1.0,
+    return run_library(lambda: privloss.topk(data, privacy_unit="user", item="item", k=2, epsilon=1.0,
                                              delta=1e-6, l0=2, d_bar=10, seed=SEED))
 
 
 def lib_histogram_domain(domain):
     def run(directory, data):
         import privloss
-        return run_library(lambda: privloss.histogram(data, user="user", item="item",
+        return run_library(lambda: privloss.histogram(data, privacy_unit="user", item="item",
                                                       epsilon=1.0, l0=3, domain=list(domain),
                                                       seed=SEED))
     return run
@@ -180,7 +180,7 @@ def lib_failing_sql(directory, data):
     import privloss
     from privloss.query.inputs import SqlQuery
     return run_library(lambda: privloss.topk(SqlQuery(FAILING_SQL, tables={"t": str(data)}),
-                                             user="user", item="item", k=1, epsilon=1.0,
+                                             privacy_unit="user", item="item", k=1, epsilon=1.0,
                                              delta=1e-6, l0=1, seed=SEED))
 
 
@@ -202,7 +202,7 @@ def frame_lib_topk(directory, data):
 
     import privloss
     frame = pd.read_parquet(data)
-    return run_library(lambda: privloss.topk(frame, user="user", item="item", k=2, epsilon=1.0,
+    return run_library(lambda: privloss.topk(frame, privacy_unit="user", item="item", k=2, epsilon=1.0,
                                              delta=1e-6, l0=2, d_bar=10, seed=SEED))
 
 
@@ -512,7 +512,7 @@ def test_the_service_refuses_to_start_on_a_malformed_file(tmp_path, where, bad):
 
 def spark_lib_histogram_domain(directory, data):
     import privloss
-    return run_library(lambda: privloss.histogram(data, user="user", item="item", epsilon=1.0,
+    return run_library(lambda: privloss.histogram(data, privacy_unit="user", item="item", epsilon=1.0,
                                                   l0=3, domain=list(INTEGER_DOMAIN), seed=SEED,
                                                   engine="spark"))
 

@@ -104,7 +104,7 @@ def test_epsilon_max_for_every_release_kind(tmp_path):
                                keys=[(i,) for i in range(60)], seed=1)
     assert 0.99 <= first.spent["epsilon"] <= 1.0
     with pytest.raises(privloss.BudgetExceededError):
-        privloss.topk(frame, user="uid", item="item", k=3, epsilon="max", delta=1e-7, l0=2,
+        privloss.topk(frame, privacy_unit="uid", item="item", k=3, epsilon="max", delta=1e-7, l0=2,
                       ledger=ledger, dataset="d", seed=1)
 
 
@@ -113,7 +113,7 @@ def test_topk_epsilon_max_spends_what_fits(tmp_path):
 
     ledger = Ledger(tmp_path / "b.sqlite", create=True)
     ledger.create_dataset("d", epsilon=0.5, delta=1e-6)
-    release = privloss.topk(_rows(), user="uid", item="item", k=3, epsilon="max", delta=1e-7,
+    release = privloss.topk(_rows(), privacy_unit="uid", item="item", k=3, epsilon="max", delta=1e-7,
                             l0=2, ledger=ledger, dataset="d", seed=1)
     assert 0.49 <= release.spent["epsilon"] <= 0.5
 

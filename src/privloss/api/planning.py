@@ -40,7 +40,7 @@ import math
 import secrets
 from dataclasses import dataclass, field
 
-from privloss.api.request import ReleaseRequest, make_request
+from privloss.api.request import ReleaseRequest, make_request, unit_column
 
 __all__ = ["ReleasePlan", "plan", "plan_request", "max_epsilon", "max_epsilon_of",
            "describe_event", "bounding_note"]
@@ -224,22 +224,25 @@ def plan_request(request: ReleaseRequest, *, ledger=None, dataset=None, user=Non
 
 def plan(command: str = "topk", *, epsilon, delta: float = 0.0, k=None, l0=None, linf: int = 1,
          domain=None, d_bar=None, algorithm=None, noise: str = "laplace", interaction=None,
-         ledger=None, dataset=None, user=None, item=None, seed=None) -> ReleasePlan:
+         ledger=None, dataset=None, privacy_unit=None, item=None, seed=None,
+         user=None) -> ReleasePlan:
     """What ``privloss.topk`` / ``privloss.histogram`` with these parameters
     would spend and release, without reading data or changing a ledger.
 
     ``command``: ``"topk"`` or ``"histogram"``; ``domain``: the label list or
     just its size; ``epsilon="max"`` plans the largest epsilon that fits the
     ledger (:func:`max_epsilon`); the other arguments as
-    :func:`privloss.api.protocol.topk` (``user`` / ``item`` / ``seed`` only
-    complete the query key a plan-based ledger matches).  Returns a
+    :func:`privloss.api.protocol.topk` (``privacy_unit`` / ``item`` / ``seed``
+    only complete the query key a plan-based ledger matches; ``user`` is the
+    deprecated spelling of ``privacy_unit``).  Returns a
     :class:`ReleasePlan` (print it, or ``.to_dict()``).
     """
+    user = unit_column(privacy_unit, user, required=False)
     if isinstance(epsilon, str) and epsilon == "max":
         epsilon = max_epsilon(command, delta=delta, k=k, l0=l0, linf=linf, domain=domain,
                               d_bar=d_bar, algorithm=algorithm, noise=noise,
                               interaction=interaction, ledger=ledger, dataset=dataset,
-                              user=user, item=item, seed=seed)
+                              privacy_unit=user, item=item, seed=seed)
     request = make_request(command, epsilon=epsilon, delta=delta, k=k, l0=l0, linf=linf,
                            domain=domain, d_bar=d_bar, algorithm=algorithm, noise=noise,
                            interaction=interaction)
@@ -355,13 +358,14 @@ def largest_admitted(ledger, dataset, admitted, summary: dict, *, tolerance: flo
 
 def max_epsilon(command: str = "topk", *, delta: float = 0.0, k=None, l0=None, linf: int = 1,
                 domain=None, d_bar=None, algorithm=None, noise: str = "laplace",
-                interaction=None, ledger, dataset, user=None, item=None, seed=None,
-                tolerance: float = TOLERANCE) -> float:
+                interaction=None, ledger, dataset, privacy_unit=None, item=None, seed=None,
+                tolerance: float = TOLERANCE, user=None) -> float:
     """The largest epsilon of one release with these parameters that the
     ledger's dataset still admits (see the module docstring); ``tolerance`` is
     the relative precision (the answer is admitted, and at most that far below
     the largest admitted value if admission is monotone in epsilon).  Raises
     ``LedgerBudgetError`` / ``LedgerPlanError`` when nothing fits."""
+    user = unit_column(privacy_unit, user, required=False)
     # any epsilon to check the rest: the search replaces it
     request = make_request(command, epsilon=1.0, delta=delta, k=k, l0=l0, linf=linf,
                            domain=domain, d_bar=d_bar, algorithm=algorithm, noise=noise,

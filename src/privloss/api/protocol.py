@@ -1,7 +1,7 @@
 """The high-level API: ``privloss.topk(...)`` and ``privloss.histogram(...)``.
 
 >>> import privloss                                                       # doctest: +SKIP
->>> release = privloss.topk("orders.csv.gz", user="CustomerID", item="Description", k=5,
+>>> release = privloss.topk("orders.csv.gz", privacy_unit="CustomerID", item="Description", k=5,
 ...                         epsilon=1.0, delta=1e-6, l0=50, d_bar=100,
 ...                         ledger="budget.sqlite", dataset="retail")
 >>> release.to_pandas()                                                   # doctest: +SKIP
@@ -65,7 +65,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privloss.api.request import ReleaseRequest, make_request
+from privloss.api.request import ReleaseRequest, make_request, unit_column
 
 __all__ = ["topk", "histogram", "release", "DataSource", "prepare_data", "snapshot_path",
            "payload_of", "resolve_ledger", "NULL_RULE"]
@@ -493,16 +493,18 @@ def _is_max(epsilon) -> bool:
     return isinstance(epsilon, str) and epsilon.strip().lower() == "max"
 
 
-def topk(data, *, user: str, item: str, k: int, epsilon: float, delta: float = 0.0,
-         l0: int | None = None, linf: int = 1, domain=None, d_bar: int | None = None,
-         algorithm: str | None = None, engine: str = "duckdb", ledger=None,
-         dataset: str | None = None, seed: int | None = None, interaction: str | None = None,
-         progress: bool | None = None, label: str | None = None):
+def topk(data, *, privacy_unit: str | None = None, item: str, k: int, epsilon: float,
+         delta: float = 0.0, l0: int | None = None, linf: int = 1, domain=None,
+         d_bar: int | None = None, algorithm: str | None = None, engine: str = "duckdb",
+         ledger=None, dataset: str | None = None, seed: int | None = None,
+         interaction: str | None = None, progress: bool | None = None,
+         label: str | None = None, user: str | None = None):
     """The ``k`` most frequent items of ``data`` (distinct users per item after
     per-user bounding), privately; returns a
     :class:`~privloss.releases.release.Release`.
 
-    ``user`` / ``item``: column names; ``epsilon`` / ``delta``: the total spend
+    ``privacy_unit`` / ``item``: column names (``user=`` is the deprecated spelling
+    of ``privacy_unit``); ``epsilon`` / ``delta``: the total spend
     of this release (``epsilon="max"``: the largest that the ledger's dataset still
     admits, found without reading data); ``l0``: at most that many distinct items per user (chosen
     at random), ``linf``: each user's count per item capped; ``domain``: the
@@ -530,17 +532,19 @@ def topk(data, *, user: str, item: str, k: int, epsilon: float, delta: float = 0
                            l0=l0, linf=linf,
                            domain=domain, d_bar=d_bar, algorithm=algorithm,
                            interaction=interaction)
-    return release(request, data, user=user, item=item, engine=engine, ledger=ledger,
+    return release(request, data, user=unit_column(privacy_unit, user), item=item,
+                   engine=engine, ledger=ledger,
                    dataset=dataset, seed=seed, interaction_given=interaction, progress=progress,
                    label=label, largest_epsilon=largest)
 
 
-def histogram(data, *, user: str, item: str, epsilon: float, delta: float = 0.0,
-              l0: int | None = None, linf: int = 1, domain=None, d_bar: int | None = None,
-              noise: str = "laplace", k: int | None = None, engine: str = "duckdb",
-              ledger=None, dataset: str | None = None, seed: int | None = None,
-              interaction: str | None = None, progress: bool | None = None,
-              label: str | None = None):
+def histogram(data, *, privacy_unit: str | None = None, item: str, epsilon: float,
+              delta: float = 0.0, l0: int | None = None, linf: int = 1, domain=None,
+              d_bar: int | None = None, noise: str = "laplace", k: int | None = None,
+              engine: str = "duckdb", ledger=None, dataset: str | None = None,
+              seed: int | None = None, interaction: str | None = None,
+              progress: bool | None = None, label: str | None = None,
+              user: str | None = None):
     """A private histogram of ``item`` (distinct users per item after per-user
     bounding): every item of ``domain`` (known domain), or the items above a
     noisy threshold (unknown domain; needs ``delta > 0``).  ``noise``:
@@ -551,7 +555,8 @@ def histogram(data, *, user: str, item: str, epsilon: float, delta: float = 0.0,
     request = make_request("histogram", epsilon=1.0 if largest else epsilon, delta=delta, k=k,
                            l0=l0, linf=linf,
                            domain=domain, d_bar=d_bar, noise=noise, interaction=interaction)
-    return release(request, data, user=user, item=item, engine=engine, ledger=ledger,
+    return release(request, data, user=unit_column(privacy_unit, user), item=item,
+                   engine=engine, ledger=ledger,
                    dataset=dataset, seed=seed, interaction_given=interaction, progress=progress,
                    label=label, largest_epsilon=largest)
 

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from privloss.events import Event, Interaction
 
 __all__ = ["ReleaseRequest", "TOPK_ALGORITHMS", "NOISES", "INTERACTIONS", "MAX_K", "EPSILON_RANGE",
-           "histogram_algorithm", "topk_algorithm", "make_request", "l0_sensitivity"]
+           "histogram_algorithm", "topk_algorithm", "make_request", "l0_sensitivity",
+           "unit_column"]
 
 #: ``topk(algorithm=...)`` / ``privloss topk --algorithm`` choices
 TOPK_ALGORITHMS = ("known-laplace", "known-gumbel", "unknown-laplace", "unknown-gumbel",
@@ -48,6 +49,24 @@ MAX_K = 1_000_000
 #: documented range of one release's epsilon: below 1e-3 the noise (scale >= 1000 l0)
 #: swamps any count and the Gaussian calibrations take minutes (1e-5: over 2 minutes)
 EPSILON_RANGE = (1e-3, math.inf)
+
+
+def unit_column(privacy_unit, user, *, required: bool = True):
+    """The privacy-unit column: ``privacy_unit`` (the one vocabulary), or the
+    deprecated ``user=`` (a DeprecationWarning, for one more release)."""
+    if user is not None:
+        import warnings
+
+        if privacy_unit is not None:
+            raise TypeError("give privacy_unit (the column of the protected units), not both "
+                            "privacy_unit and the deprecated user")
+        warnings.warn("user= is deprecated: use privacy_unit= (the same column)",
+                      DeprecationWarning, stacklevel=3)
+        return user
+    if privacy_unit is None and required:
+        raise TypeError("privacy_unit is required: the column whose values are the "
+                        "protected units (people)")
+    return privacy_unit
 
 
 def l0_sensitivity(l0: int | None, domain_size: int | None) -> int | None:

@@ -86,7 +86,7 @@ def _run(args, data_folder, privloss, Ledger, LedgerBudgetError, ledger_errors) 
     parameters = dict(k=10, epsilon=0.5, delta=5e-7, l0=5, linf=1, d_bar=200)
     print(privloss.plan("topk", **parameters, ledger=ledger, dataset=dataset))
 
-    query = dict(user="user_id", item="item", **parameters, ledger=ledger, dataset=dataset,
+    query = dict(privacy_unit="user_id", item="item", **parameters, ledger=ledger, dataset=dataset,
                  seed=args.seed, progress=False)
     started = _step(3, total, "private top-10 (unknown domain, Gumbel selection + exact "
                               "discrete Laplace counts), bounded to 5 items per user inside DuckDB")
