@@ -151,8 +151,8 @@ REFUSALS = [
     ({"query": "SELECT country, COUNT(*) FROM shop GROUP BY country; DROP TABLE shop"}, 422,
      "exactly one SELECT", "query"),
     ({"query": "DROP TABLE shop"}, 422, "only SELECT", "query"),
-    ({"query": "SELECT country, COUNT(*) FROM shop WHERE country = '' OR 1=1 GROUP BY "
-               "country"}, 422, "WHERE is not supported", "query"),
+    ({"query": "SELECT country, COUNT(*) FROM shop WHERE lower(country) = 'x' GROUP BY "
+               "country"}, 422, "is not supported in WHERE", "query"),
     ({"query": "SELECT country, COUNT(*) FROM shop s JOIN other o ON s.country = o.country "
                "GROUP BY country"}, 422, "joins are not supported", "query"),
     ({"query": "SELECT country, COUNT(*) FROM (SELECT * FROM shop) GROUP BY country"}, 422,

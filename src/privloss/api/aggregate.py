@@ -67,6 +67,7 @@ class AggregateQuery:
     noise: str
     budget_split: dict | None
     plan: object
+    where: object = None
 
     def key(self, data, seed) -> dict:
         keys_digest = None if self.keys is None else hashlib.sha256(
@@ -77,7 +78,15 @@ class AggregateQuery:
                 "epsilon": self.epsilon, "delta": self.delta, "keys": keys_digest,
                 "max_groups": self.max_groups, "max_rows_per_group": self.max_rows_per_group,
                 "noise": self.noise, "budget_split": self.budget_split, "seed": seed,
-                "data": data}
+                "data": data, **({} if self.where is None else {"where": self.where_text})}
+
+    @property
+    def where_text(self) -> str | None:
+        """The row filter's canonical text (None without one)."""
+        if self.where is None:
+            return None
+        from privloss.query.filters import describe
+        return describe(self.where)
 
     def query_plan(self, data, seed: int):
         """The :class:`~privloss.query.plan.QueryPlan` the engine runs: this
@@ -91,7 +100,8 @@ class AggregateQuery:
                          quantile_bins=self.plan.quantile_bins,
                          keys=None if self.keys is None else
                          tuple(tuple(map(str, key)) for key in self.keys),
-                         measurements=tuple(m.name for m in self.plan.measurements))
+                         measurements=tuple(m.name for m in self.plan.measurements),
+                         where=self.where)
 
     @property
     def value_columns(self) -> tuple:
@@ -114,7 +124,7 @@ def _column(name: str, value) -> str:
 
 def make_query(*, privacy_unit, by, aggregations, epsilon, delta=0.0, keys=None,
                max_groups=1, max_rows_per_group=1, noise="laplace", budget_split=None,
-               grid_exponents=None) -> AggregateQuery:
+               grid_exponents=None, where=None) -> AggregateQuery:
     """Check every public parameter and calibrate (raises ValueError / TypeError)."""
     from privloss.releases.calibration import build_plan
 
@@ -138,8 +148,11 @@ def make_query(*, privacy_unit, by, aggregations, epsilon, delta=0.0, keys=None,
     plan = build_plan(aggregations, epsilon=epsilon, delta=delta, max_groups=max_groups,
                       max_rows_per_group=max_rows_per_group, unknown_keys=keys is None,
                       noise=noise, budget_split=budget_split, grid_exponents=grid_exponents)
+    if where is not None:
+        from privloss.query.filters import check_filter
+        where = check_filter(where)
     return AggregateQuery(privacy_unit, by, aggregations, epsilon, delta, keys, max_groups,
-                          max_rows_per_group, noise, budget_split, plan)
+                          max_rows_per_group, noise, budget_split, plan, where)
 
 
 @dataclass(frozen=True)
@@ -214,7 +227,8 @@ def plan_aggregate(*, ledger=None, dataset=None, **parameters) -> dict:
     from privloss.api.protocol import resolve_ledger
 
     query = make_query(**parameters)
-    out = {"dry_run": True, "command": "aggregate", **describe_plan(query),
+    out = {"dry_run": True, "command": "aggregate", "where": query.where_text,
+           **describe_plan(query),
            "events": [repr(e) for e in query.plan.events], "ledger": None}
     ledger, dataset = resolve_ledger(ledger, dataset)
     if ledger is not None:
@@ -264,7 +278,7 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
               keys=None, max_groups: int = 1, max_rows_per_group: int = 1, ledger=None,
               dataset: str | None = None, seed: int | None = None, engine: str = "duckdb",
               noise: str = "laplace", budget_split=None, grid_exponents=None,
-              consistent: bool = False):
+              consistent: bool = False, where=None):
     """A private group-by (see the module docstring); returns an
     :class:`AggregateRelease`.  ``aggregations``: CLI-style strings
     (``"count"``, ``"count_distinct"``, ``"sum:COL:LOW:HIGH"``,
@@ -291,11 +305,11 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
             ledger=ledger, dataset=dataset, privacy_unit=privacy_unit, by=by,
             aggregations=aggregations, delta=delta, keys=keys, max_groups=max_groups,
             max_rows_per_group=max_rows_per_group, noise=noise, budget_split=budget_split,
-            grid_exponents=grid_exponents)
+            grid_exponents=grid_exponents, where=where)
     query = make_query(privacy_unit=privacy_unit, by=by, aggregations=aggregations,
                        epsilon=epsilon, delta=delta, keys=keys, max_groups=max_groups,
                        max_rows_per_group=max_rows_per_group, noise=noise,
-                       budget_split=budget_split, grid_exponents=grid_exponents)
+                       budget_split=budget_split, grid_exponents=grid_exponents, where=where)
     events = query.plan.events
     ledger, dataset = api.resolve_ledger(ledger, dataset)
     api.check_paths(data)
@@ -354,4 +368,4 @@ def _parameters(query: AggregateQuery) -> dict:
             "strengths": {name: str(value) for name, value in plan.strengths.items()},
             "grids": {c: f"2^-{g.exponent}" for c, g in plan.grids.items()},
             "quantile_candidates": plan.quantile_bins + 1, "nulls": "dropped",
-            "guarantee": plan.guarantee}
+            "guarantee": plan.guarantee, "where": query.where_text}

@@ -49,4 +49,4 @@ def sql(query: str, *, tables: dict, privacy_unit: str, bounds: dict | None = No
         raise UnsupportedSql(f"table {parsed.table!r} is not declared (declared: "
                              f"{sorted(tables)})")
     return aggregate(tables[parsed.table], privacy_unit=privacy_unit, by=list(parsed.by),
-                     aggregations=list(parsed.aggregations), **parameters)
+                     aggregations=list(parsed.aggregations), where=parsed.where, **parameters)

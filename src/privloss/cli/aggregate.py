@@ -63,6 +63,10 @@ def register(subparsers) -> None:
     parser.add_argument("--sum", action="append", default=[], metavar="COL:LOW:HIGH")
     parser.add_argument("--mean", action="append", default=[], metavar="COL:LOW:HIGH")
     parser.add_argument("--quantile", action="append", default=[], metavar="COL:LOW:HIGH:Q[,Q]")
+    parser.add_argument("--where", metavar="CONDITION", default=None,
+                        help="keep only the rows where this SQL condition holds (comparisons, "
+                             "IN, BETWEEN, IS NULL, LIKE, AND/OR/NOT, CAST; docs/sql.md); "
+                             "no privacy cost")
     add_query_flags(parser)
     parser.set_defaults(handler=run)
 
@@ -82,7 +86,7 @@ def _aggregations(args) -> list:
     return out
 
 
-def run_query(args, data, by, aggregations) -> int:
+def run_query(args, data, by, aggregations, where=None) -> int:
     """Dry run or release of a checked query; prints the result."""
     from privloss.api.aggregate import aggregate, plan_aggregate
     from privloss.query.keys import read_keys_file
@@ -94,7 +98,8 @@ def run_query(args, data, by, aggregations) -> int:
         parameters = dict(privacy_unit=args.privacy_unit, by=by, aggregations=aggregations,
                           epsilon=args.epsilon, delta=args.delta, keys=keys,
                           max_groups=args.max_groups,
-                          max_rows_per_group=args.max_rows_per_group, noise=args.noise)
+                          max_rows_per_group=args.max_rows_per_group, noise=args.noise,
+                          where=where)
         if args.epsilon == "max":
             from privloss.api.aggregate import max_epsilon_aggregate
             ledger = open_ledger_from_args(args)
@@ -157,4 +162,11 @@ def run(args) -> int:
     from privloss.cli._release import source_of
 
     by = [name.strip() for name in args.by.split(",") if name.strip()]
-    return run_query(args, source_of(args), by, aggregations)
+    where = None
+    if args.where is not None:
+        from privloss.query.sql import UnsupportedSql, parse_where
+        try:
+            where = parse_where(args.where)
+        except UnsupportedSql as error:
+            raise CommandError(f"--where: {error}") from None
+    return run_query(args, source_of(args), by, aggregations, where)

@@ -58,4 +58,5 @@ def run(args) -> int:
     if parsed.table not in tables:
         raise CommandError(f"table {parsed.table!r} is not declared: pass --table "
                            f"{parsed.table}=PATH")
-    return run_query(args, tables[parsed.table], list(parsed.by), list(parsed.aggregations))
+    return run_query(args, tables[parsed.table], list(parsed.by), list(parsed.aggregations),
+                     parsed.where)

@@ -17,7 +17,9 @@ A plan holds, in the order an engine applies them:
    DataFrame (:func:`~privloss.query.inputs.resolve_input`);
 2. ``privacy_unit``: the column whose values are the units protected; rows
    with a null unit or a null group column are dropped;
-3. ``by``: the group columns; ``keys``: public group keys (known domain:
+3. ``where``: a row filter (:mod:`privloss.query.filters`), applied to each
+   row before anything else (1-stable: the cost is unchanged); ``by``: the
+   group columns; ``keys``: public group keys (known domain:
    only rows of these groups are kept, and every key is released) or None
    (the release selects groups privately);
 4. ``bounding`` (:class:`Bounding`): per unit at most ``max_groups`` groups
@@ -121,6 +123,7 @@ class QueryPlan:
     top: int | None = None
     measurements: tuple = ()
     roles: tuple | None = None
+    where: object = None
 
     def __post_init__(self):
         roles = self.roles or ("privacy_unit", "by")
@@ -146,6 +149,9 @@ class QueryPlan:
             raise ValueError(f"value columns without a grid: {missing}")
         if self.keys is not None:
             object.__setattr__(self, "keys", tuple(tuple(key) for key in self.keys))
+        if self.where is not None:
+            from privloss.query.filters import check_filter
+            check_filter(self.where)
 
     @property
     def role_names(self) -> tuple:

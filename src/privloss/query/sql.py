@@ -7,12 +7,20 @@ Supported (DuckDB dialect)::
 
     SELECT g1, g2, COUNT(*), COUNT(DISTINCT <privacy unit>), SUM(x), AVG(x),
            MEDIAN(x), QUANTILE(x, q), PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x)
-    FROM table GROUP BY g1, g2
+    FROM table [WHERE <filter>] GROUP BY g1, g2
+
+``<filter>``: comparisons (``= <> != < <= > >=``), ``[NOT] IN (...)``,
+``[NOT] BETWEEN``, ``IS [NOT] NULL``, ``[NOT] LIKE`` / ``ILIKE``, ``AND``,
+``OR``, ``NOT``, ``+ - * /`` on numbers, ``CAST(x AS DOUBLE | BIGINT |
+INTEGER | VARCHAR | DATE | TIMESTAMP)``, ``DATE '...'`` / ``TIMESTAMP '...'``
+literals (:mod:`privloss.query.filters`; a filter is 1-stable: the cost is
+unchanged).
 
 Every ``x`` needs declared bounds (``bounds={"x": (low, high)}``); the budget,
 contribution bounds and keys are parameters, not SQL.  Refused, each with its
 own message (:class:`UnsupportedSql`): several statements or not a SELECT,
-joins (or several tables), subqueries / CTEs, HAVING, WHERE, DISTINCT,
+joins (or several tables), subqueries / CTEs, HAVING, DISTINCT, functions
+in WHERE other than CAST,
 ORDER BY / LIMIT, window functions, a missing GROUP BY, a selected column not
 in GROUP BY, a GROUP BY expression that is not a column, aliases are
 allowed and ignored; any other function.
@@ -39,7 +47,7 @@ from dataclasses import dataclass
 
 from privloss.query.spec import Aggregation
 
-__all__ = ["UnsupportedSql", "ParsedQuery", "parse_sql"]
+__all__ = ["UnsupportedSql", "ParsedQuery", "parse_sql", "parse_where", "filter_of"]
 
 
 class UnsupportedSql(ValueError):
@@ -51,6 +59,15 @@ class ParsedQuery:
     table: str
     by: tuple
     aggregations: tuple
+    where: object = None
+
+    @property
+    def columns(self) -> tuple:
+        """Every column the query reads (group, aggregated and filter columns)."""
+        used = list(self.by) + [a.column for a in self.aggregations if a.column is not None]
+        if self.where is not None:
+            used += sorted(self.where.columns())
+        return tuple(dict.fromkeys(used))
 
 
 def _sqlglot():
@@ -159,8 +176,8 @@ def parse_sql(text: str, *, bounds: dict | None = None, privacy_unit: str | None
     if select.args.get("having"):
         raise UnsupportedSql("HAVING is not supported (filtering on released values is "
                              "post-processing: filter the result instead)")
-    if select.args.get("where"):
-        raise UnsupportedSql("WHERE is not supported: filter the table before the query")
+    where = select.args.get("where")
+    where = None if where is None else filter_of(where.this, exp)
     if select.args.get("distinct"):
         raise UnsupportedSql("SELECT DISTINCT is not supported")
     if select.args.get("order") or select.args.get("limit"):
@@ -198,4 +215,147 @@ def parse_sql(text: str, *, bounds: dict | None = None, privacy_unit: str | None
                 "quantile", a.column, a.low, a.high, previous.quantiles + a.quantiles)
         else:
             merged.append(a)
-    return ParsedQuery(table.name, by, tuple(merged))
+    return ParsedQuery(table.name, by, tuple(merged), where)
+
+
+_CASTS = {"DOUBLE": "DOUBLE", "FLOAT": "DOUBLE", "DECIMAL": "DOUBLE", "INT": "BIGINT",
+          "BIGINT": "BIGINT", "SMALLINT": "BIGINT", "TINYINT": "BIGINT", "VARCHAR": "VARCHAR",
+          "TEXT": "VARCHAR", "DATE": "DATE", "TIMESTAMP": "TIMESTAMP",
+          "TIMESTAMPNTZ": "TIMESTAMP", "DATETIME": "TIMESTAMP"}
+
+
+def _literal(node, exp):
+    import datetime as dt
+
+    from privloss.query import filters as f
+
+    if isinstance(node, exp.Null):
+        return f.Literal(None)
+    if isinstance(node, exp.Boolean):
+        return f.Literal(bool(node.this))
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return f.Literal(node.this)
+        text = node.this
+        try:
+            value = int(text) if text.lstrip("-").isdigit() else float(text)
+        except ValueError:
+            raise UnsupportedSql(f"the number {text!r} does not parse") from None
+        return f.Literal(value)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) \
+            and not node.this.is_string:
+        inner = _literal(node.this, exp)
+        return f.Literal(-inner.value)
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) \
+            and node.this.is_string:
+        kind = _CASTS.get(node.to.this.name)
+        if kind in ("DATE", "TIMESTAMP"):
+            try:
+                value = dt.datetime.fromisoformat(node.this.this)
+            except ValueError:
+                raise UnsupportedSql(f"{kind} {node.this.this!r} is not an ISO date or "
+                                     f"timestamp") from None
+            return f.Literal(value.date() if kind == "DATE" and len(node.this.this) <= 10
+                             else value)
+    return None
+
+
+def filter_of(node, exp, depth: int = 0):
+    """The :mod:`privloss.query.filters` tree of a sqlglot ``WHERE`` expression
+    (:class:`UnsupportedSql` naming any construct outside the subset)."""
+    from privloss.query import filters as f
+
+    if depth > f.MAX_DEPTH:
+        raise UnsupportedSql(f"the WHERE clause is nested more than {f.MAX_DEPTH} levels deep")
+    deeper = depth + 1
+    if isinstance(node, exp.Paren):
+        return filter_of(node.this, exp, deeper)
+    literal = _literal(node, exp)
+    if literal is not None:
+        return literal
+    if isinstance(node, exp.Column):
+        return f.Column(_column_name(node, exp, "a WHERE column"))
+    comparisons = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
+                   exp.GTE: ">="}
+    operators = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
+    for kind, op in comparisons.items():
+        if type(node) is kind:
+            return f.Compare(op, filter_of(node.this, exp, deeper),
+                             filter_of(node.expression, exp, deeper))
+    for kind, op in operators.items():
+        if type(node) is kind:
+            return f.Arithmetic(op, filter_of(node.this, exp, deeper),
+                                filter_of(node.expression, exp, deeper))
+    if isinstance(node, exp.Neg):
+        return f.Arithmetic("-", f.Literal(0), filter_of(node.this, exp, deeper))
+    if isinstance(node, (exp.And, exp.Or)):
+        parts = (filter_of(node.this, exp, deeper), filter_of(node.expression, exp, deeper))
+        return f.And(parts) if isinstance(node, exp.And) else f.Or(parts)
+    if isinstance(node, exp.Not):
+        inner = node.this
+        if isinstance(inner, exp.In):
+            converted = filter_of(inner, exp, deeper)
+            return f.In(converted.expression, converted.values, negated=True)
+        if isinstance(inner, exp.Between):
+            converted = filter_of(inner, exp, deeper)
+            return f.Between(converted.expression, converted.low, converted.high, negated=True)
+        if isinstance(inner, exp.Is):
+            converted = filter_of(inner, exp, deeper)
+            return f.IsNull(converted.expression, negated=True)
+        return f.Not(filter_of(inner, exp, deeper))
+    if isinstance(node, exp.In):
+        if node.args.get("query") is not None:
+            raise UnsupportedSql("IN (SELECT ...) is not supported: list the values")
+        values = tuple(_literal(value, exp) for value in node.expressions)
+        if not values or any(value is None for value in values):
+            raise UnsupportedSql("IN (...) needs a list of literal values")
+        return f.In(filter_of(node.this, exp, deeper), values)
+    if isinstance(node, exp.Between):
+        return f.Between(filter_of(node.this, exp, deeper),
+                         filter_of(node.args["low"], exp, deeper),
+                         filter_of(node.args["high"], exp, deeper))
+    if isinstance(node, exp.Is):
+        if not isinstance(node.expression, exp.Null):
+            raise UnsupportedSql("IS is supported as IS [NOT] NULL only")
+        return f.IsNull(filter_of(node.this, exp, deeper))
+    if isinstance(node, (exp.Like, exp.ILike)):
+        pattern = node.expression
+        if not isinstance(pattern, exp.Literal) or not pattern.is_string:
+            raise UnsupportedSql("LIKE needs a text pattern ('...')")
+        if node.args.get("escape") is not None:
+            raise UnsupportedSql("LIKE ... ESCAPE is not supported")
+        return f.Like(filter_of(node.this, exp, deeper), pattern.this,
+                      negated=bool(node.args.get("negate")),
+                      case_insensitive=isinstance(node, exp.ILike))
+    if isinstance(node, exp.Cast):
+        kind = _CASTS.get(node.to.this.name)
+        if kind is None:
+            raise UnsupportedSql(f"CAST to {node.to.sql()} is not supported (DOUBLE, BIGINT, "
+                                 f"INTEGER, VARCHAR, DATE, TIMESTAMP)")
+        return f.Cast(filter_of(node.this, exp, deeper), kind)
+    if isinstance(node, exp.Subquery) or isinstance(node, exp.Select):
+        raise UnsupportedSql("subqueries are not supported")
+    if isinstance(node, exp.Func):
+        raise UnsupportedSql(f"function {node.sql()!r} is not supported in WHERE (CAST only)")
+    raise UnsupportedSql(f"{node.sql()!r} is not supported in WHERE (comparisons, IN, "
+                         f"BETWEEN, IS NULL, LIKE, AND/OR/NOT, arithmetic, CAST)")
+
+
+
+def parse_where(text: str):
+    """The filter of a ``--where`` / ``where=`` text (one SQL condition, the
+    grammar of :func:`parse_sql`'s WHERE); :class:`UnsupportedSql` otherwise."""
+    if not isinstance(text, str) or not text.strip():
+        raise UnsupportedSql("the WHERE condition must be a non-empty string")
+    sqlglot, exp = _sqlglot()
+    try:
+        statements = [s for s in sqlglot.parse(text, read="duckdb") if s is not None]
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError) as error:
+        raise UnsupportedSql(f"the WHERE condition does not parse: "
+                             f"{str(error).splitlines()[0]}") from None
+    except RecursionError:
+        raise UnsupportedSql("the WHERE condition is nested too deeply to parse") from None
+    if len(statements) != 1 or isinstance(statements[0], (exp.Query, exp.Command, exp.DDL,
+                                                            exp.DML)):
+        raise UnsupportedSql("the WHERE condition must be one condition, not a statement")
+    return filter_of(statements[0], exp)

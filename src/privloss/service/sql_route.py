@@ -187,9 +187,11 @@ def checked_query(dataset, body: dict):
     if parsed.table != dataset.name:
         _refuse(f"query: FROM names table {_shown(parsed.table)!r}; this endpoint queries "
                 f"dataset {dataset.name!r} only (write FROM \"{dataset.name}\")", "query")
-    used = list(parsed.by) + [a.column for a in parsed.aggregations if a.column is not None]
-    for column in used:
-        if column not in declared:
+    # a filter may name the privacy unit too (still DP: it only selects whose rows enter)
+    filtered = set() if parsed.where is None else parsed.where.columns()
+    for column in parsed.columns:
+        if column not in declared and not (column == dataset.user_column
+                                           and column in filtered):
             _refuse(f"column {_shown(column)!r} is not granted on dataset {dataset.name!r} "
                     f"(allowed: {', '.join(dataset.columns)})", "query", status=403,
                     outcome="forbidden-column")
@@ -200,7 +202,7 @@ def checked_query(dataset, body: dict):
                           max_groups=body.get("max_groups", 1),
                           max_rows_per_group=body.get("max_rows_per_group", 1),
                           noise=body.get("noise", "laplace"),
-                          budget_split=body.get("budget_split"))
+                          budget_split=body.get("budget_split"), where=parsed.where)
     except ArithmeticError:          # a calibration that over- or underflows
         _refuse("the parameters are outside the range the calibration can compute (see the "
                 "documented ranges)", None)

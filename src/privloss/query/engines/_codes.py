@@ -99,6 +99,8 @@ def check_columns(columns: list, types: list, plan, described: str, text_is_ok: 
     roles = plan.role_names
     named = [(roles[0], plan.privacy_unit)] + list(zip(roles[1:], plan.by)) + \
         [("aggregation column", v) for v in plan.value_columns]
+    if plan.where is not None:
+        named += [("where column", c) for c in sorted(plan.where.columns())]
     for role, name in named:
         if name not in available:
             raise ValueError(f"{role} {name!r} is not a column of {described} (columns: "

@@ -303,6 +303,10 @@ def _opened(plan: QueryPlan, scan: bool = False):
         relation = source.relation
         check_columns(list(relation.columns), list(relation.types), plan, describe_input(inp),
                       text_ok(inp))
+        if plan.where is not None:      # row filters first: 1-stable, before the bounding
+            from privloss.query.filters import to_duckdb
+            types = dict(zip(relation.columns, map(str, relation.types)))
+            relation = relation.filter(to_duckdb(plan.where, duckdb, types))
         # our SQL sees fixed names only: the caller's column names stay in the API
         expressions = [duckdb.ColumnExpression(plan.privacy_unit).alias("u")]
         expressions += [duckdb.ColumnExpression(b).alias(f"g{i}")

@@ -194,6 +194,10 @@ def _opened(plan: QueryPlan, snapshots: list):
                          f"{str(error).splitlines()[0]}") from None
     check_columns([f.name for f in fields], [_type_name(f.dataType) for f in fields], plan,
                   describe_input(inp), text_ok(inp))
+    if plan.where is not None:          # row filters first: 1-stable, before the bounding
+        from privloss.query.filters import to_spark
+        frame = frame.where(to_spark(plan.where, functions,
+                                     {f.name: _type_name(f.dataType) for f in fields}))
 
     def quoted(name: str):
         return functions.col("`" + name.replace("`", "``") + "`")
