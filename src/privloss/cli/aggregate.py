@@ -139,6 +139,8 @@ def run_query(args, data, by, aggregations, where=None) -> int:
 
 def _print_plan(planned: dict) -> None:
     print("dry run: aggregate (nothing was read, charged or computed)")
+    if planned.get("where"):
+        print(f"  rows kept where {planned['where']} (a filter: no privacy cost)")
     for m in planned["measurements"]:
         width = m.get("ci95_half_width", m.get("ci95_rank_error"))
         print(f"  {m['measurement']:<28} epsilon alone {m['epsilon_alone']:.6g}; "
