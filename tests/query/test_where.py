@@ -135,3 +135,33 @@ def test_spark_filters_as_duckdb(spark, tmp_path):
     frame.to_parquet(path)
     where = parse_where("(x > 1 OR g LIKE 'a%') AND NOT g = 'e' AND day <= DATE '2024-02-10'")
     assert _statistics(str(path), where, "spark") == _statistics(str(path), where)
+
+
+def test_topk_and_histogram_take_a_filter():
+    """where= on top-k and histograms: the same release as on the filtered data
+    (same seed)."""
+    frame = _frame(6000)
+    kept = frame[frame.g != "a"].reset_index(drop=True)
+    kwargs = dict(privacy_unit="uid", item="g", epsilon=1.0, l0=5, domain=list("abcde"),
+                  seed=7)
+    filtered = privloss.histogram(frame, where="g <> 'a'", **kwargs)
+    direct = privloss.histogram(kept, **kwargs)
+    assert filtered.items == direct.items
+    assert list(filtered.counts) == list(direct.counts)
+    top = privloss.topk(frame, privacy_unit="uid", item="g", k=2, epsilon=5.0, l0=5,
+                        domain=list("abcde"), seed=7, where=parse_where("g IN ('b', 'c')"))
+    assert set(top.items) == {"b", "c"}
+
+
+def test_the_cli_filter_and_its_refusals(capsys):
+    from privloss.cli.main import main
+
+    code = main(["histogram", RETAIL, "--user-column", "CustomerID", "--item-column",
+                 "Country", "--epsilon", "1", "--delta", "1e-6", "--l0", "1",
+                 "--where", "Quantity < 0", "--seed", "1", "--json", "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["topk", RETAIL, "--user-column", "CustomerID", "--item-column", "Country",
+                 "--k", "2", "--epsilon", "1", "--delta", "1e-6", "--l0", "1",
+                 "--where", "Quantity <"]) == 2
+    assert "--where: " in capsys.readouterr().err

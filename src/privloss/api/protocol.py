@@ -249,15 +249,31 @@ def may_be_stored(ledger, dataset, wanted: dict) -> bool:
 
 
 def _may_be_stored(ledger, dataset, request: ReleaseRequest, user_column, item_column,
-                   seed, label=None) -> bool:
+                   seed, label=None, where=None) -> bool:
     wanted = request.query_key(None, user_column=user_column, item_column=item_column, seed=seed)
     if label is not None:
         wanted["label"] = label
+    if where is not None:
+        wanted["where"] = where
     return may_be_stored(ledger, dataset, wanted)
 
 
+def row_filter(where) -> tuple:
+    """(filter tree or None, its canonical text or None) of ``where``: a
+    condition's text (:func:`privloss.query.sql.parse_where`) or a
+    :mod:`privloss.query.filters` tree."""
+    if where is None:
+        return None, None
+    from privloss.query.filters import check_filter, describe
+    if isinstance(where, str):
+        from privloss.query.sql import parse_where
+        where = parse_where(where)
+    check_filter(where)
+    return where, describe(where)
+
+
 def check_budget_first(ledger, dataset, request: ReleaseRequest, events, *, user_column,
-                       item_column, seed, label=None) -> None:
+                       item_column, seed, label=None, where=None) -> None:
     """Refuse at once, before any data is read, a release the ledger would
     refuse (read-only ``would_admit`` with a data-free key), unless a stored
     answer of the same query may exist."""
@@ -266,7 +282,7 @@ def check_budget_first(ledger, dataset, request: ReleaseRequest, events, *, user
     verdict = ledger.would_admit(dataset, key, events)
     if verdict["admitted"]:
         return
-    if _may_be_stored(ledger, dataset, request, user_column, item_column, seed, label):
+    if _may_be_stored(ledger, dataset, request, user_column, item_column, seed, label, where):
         return
     raise refusal(ledger, dataset, verdict)
 
@@ -392,14 +408,17 @@ def payload_of(result) -> dict:
 def release(request: ReleaseRequest, data=None, *, user: str, item: str,
             engine: str = "duckdb", ledger=None, dataset=None, seed=None,
             interaction_given=None, progress: bool | None = None, nonnegative: bool = True,
-            prepare=None, label: str | None = None, largest_epsilon: bool = False):
+            prepare=None, label: str | None = None, largest_epsilon: bool = False,
+            where=None):
     """Run one release of ``request`` on ``data`` (a value :func:`prepare_data`
     accepts, or a prepared :class:`DataSource`, which is closed afterwards).
     ``prepare``: instead of ``data``, a callable returning a :class:`DataSource`,
     called only after the budget check (the CLI's own snapshots, with flag
     names in their errors).  ``label``: a caller's name for the question, part
     of the repeated-query key (the same question under a new label is a new,
-    charged release with fresh noise).  See the module docstring; :func:`topk` and
+    charged release with fresh noise).  ``where``: a row filter (a condition's
+    text, or a :mod:`privloss.query.filters` tree; 1-stable, no extra cost),
+    part of the repeated-query key.  See the module docstring; :func:`topk` and
     :func:`histogram` call this."""
     from privloss.query.engines import bounded_histogram, check_input
     from privloss.query.errors import ComputationFailed, computation_failed
@@ -415,6 +434,7 @@ def release(request: ReleaseRequest, data=None, *, user: str, item: str,
             raise ValueError(f"seed must be an integer >= 0 or None, got {seed!r}")
         if label is not None and not isinstance(label, str):
             raise TypeError(f"label must be a string or None, got {label!r}")
+        where, where_text = row_filter(where)
         ledger, dataset = resolve_ledger(ledger, dataset)
         request = ledger_interaction(request, ledger, dataset, interaction_given)
         if largest_epsilon:         # epsilon="max": the largest that still fits, data-free
@@ -428,15 +448,17 @@ def release(request: ReleaseRequest, data=None, *, user: str, item: str,
             if ledger is not None:
                 status.step("checking the budget")
                 check_budget_first(ledger, dataset, request, events, user_column=user,
-                                   item_column=item, seed=seed, label=label)
+                                   item_column=item, seed=seed, label=label,
+                                   where=where_text)
             status.step("reading the data (fingerprint)")
             source = prepare()
             try:
-                check_input(source.input, user_column=user, item_column=item, engine=engine)
+                check_input(source.input, user_column=user, item_column=item, engine=engine,
+                            where=where)
                 return _charge_and_compute(request, events, source, status, user=user,
                                            item=item, engine=engine, ledger=ledger,
                                            dataset=dataset, seed=seed, nonnegative=nonnegative,
-                                           label=label,
+                                           label=label, where=(where, where_text),
                                            bounded_histogram=bounded_histogram,
                                            failed=(ComputationFailed, computation_failed))
             finally:
@@ -447,7 +469,7 @@ def release(request: ReleaseRequest, data=None, *, user: str, item: str,
 
 
 def _charge_and_compute(request, events, source, status, *, user, item, engine, ledger,
-                        dataset, seed, nonnegative, label, bounded_histogram, failed):
+                        dataset, seed, nonnegative, label, where, bounded_histogram, failed):
     computation_failed_type, computation_failed = failed
     spec = request.spec
     noise_source = None
@@ -462,7 +484,8 @@ def _charge_and_compute(request, events, source, status, *, user, item, engine, 
             status.step(f"reading and bounding the data in {engine}")
             histogram = bounded_histogram(source.input, user_column=user, item_column=item,
                                           l0=request.l0, linf=request.linf, engine=engine,
-                                          seed=seed, source=noise_source, **engine_request)
+                                          seed=seed, source=noise_source, where=where[0],
+                                          **engine_request)
             status.step(f"releasing ({request.algorithm})")
             result = spec.run(histogram, **request.calibration(), domain=request.domain,
                               nonnegative=nonnegative, source=noise_source)
@@ -481,6 +504,8 @@ def _charge_and_compute(request, events, source, status, *, user, item, engine, 
     key = request.query_key(source.fingerprint, user_column=user, item_column=item, seed=seed)
     if label is not None:
         key["label"] = label
+    if where[1] is not None:
+        key["where"] = where[1]
     status.step("charging the ledger")
     receipt = ledger.release_with_receipt(dataset, key, compute, events)
     return _release_of(receipt.result, events,
@@ -498,7 +523,7 @@ def topk(data, *, privacy_unit: str | None = None, item: str, k: int, epsilon: f
          d_bar: int | None = None, algorithm: str | None = None, engine: str = "duckdb",
          ledger=None, dataset: str | None = None, seed: int | None = None,
          interaction: str | None = None, progress: bool | None = None,
-         label: str | None = None, user: str | None = None):
+         label: str | None = None, where=None, user: str | None = None):
     """The ``k`` most frequent items of ``data`` (distinct users per item after
     per-user bounding), privately; returns a
     :class:`~privloss.releases.release.Release`.
@@ -519,7 +544,9 @@ def topk(data, *, privacy_unit: str | None = None, item: str, k: int, epsilon: f
     (default the ledger's, else fully-adaptive); ``progress``: a status line on
     stderr (default: when stderr is a terminal); ``label``: a name for the
     question in the repeated-query key (same data, parameters and label: the
-    stored answer, free; a new label: a new release with fresh noise, charged).
+    stored answer, free; a new label: a new release with fresh noise, charged);
+    ``where``: keep only the rows where this condition holds (SQL text such as
+    ``"Quantity > 0"``, or a :mod:`privloss.query.filters` tree; no privacy cost).
 
     Raises ``ValueError`` / ``TypeError`` for bad parameters before anything
     is read, :class:`~privloss.budget.LedgerBudgetError` /
@@ -535,7 +562,7 @@ def topk(data, *, privacy_unit: str | None = None, item: str, k: int, epsilon: f
     return release(request, data, user=unit_column(privacy_unit, user), item=item,
                    engine=engine, ledger=ledger,
                    dataset=dataset, seed=seed, interaction_given=interaction, progress=progress,
-                   label=label, largest_epsilon=largest)
+                   label=label, largest_epsilon=largest, where=where)
 
 
 def histogram(data, *, privacy_unit: str | None = None, item: str, epsilon: float,
@@ -543,7 +570,7 @@ def histogram(data, *, privacy_unit: str | None = None, item: str, epsilon: floa
               d_bar: int | None = None, noise: str = "laplace", k: int | None = None,
               engine: str = "duckdb", ledger=None, dataset: str | None = None,
               seed: int | None = None, interaction: str | None = None,
-              progress: bool | None = None, label: str | None = None,
+              progress: bool | None = None, label: str | None = None, where=None,
               user: str | None = None):
     """A private histogram of ``item`` (distinct users per item after per-user
     bounding): every item of ``domain`` (known domain), or the items above a
@@ -558,5 +585,5 @@ def histogram(data, *, privacy_unit: str | None = None, item: str, epsilon: floa
     return release(request, data, user=unit_column(privacy_unit, user), item=item,
                    engine=engine, ledger=ledger,
                    dataset=dataset, seed=seed, interaction_given=interaction, progress=progress,
-                   label=label, largest_epsilon=largest)
+                   label=label, largest_epsilon=largest, where=where)
 

@@ -92,6 +92,10 @@ def source_of(args):
 def add_data_flags(parser: argparse.ArgumentParser) -> None:
     add_source_flags(parser)
     parser.add_argument("--user-column", required=True, metavar="U", help="column of user ids")
+    parser.add_argument("--where", metavar="CONDITION", default=None,
+                        help="keep only the rows where this SQL condition holds (comparisons, "
+                             "IN, BETWEEN, IS NULL, LIKE, AND/OR/NOT, CAST; docs/sql.md); "
+                             "no privacy cost")
     parser.add_argument("--item-column", required=True, metavar="I", help="column of items")
     parser.add_argument("--epsilon", required=True, type=epsilon_flag, metavar="E",
                         help="epsilon this release spends, >= 0.001; 'max': the largest "
@@ -252,6 +256,13 @@ def release_and_report(args, *, command: str, k: int | None = None, algorithm=No
 
     domain = read_domain(args.domain)
     maximum = args.epsilon == "max"
+    row_filter = None
+    if args.where is not None:
+        from privloss.query.sql import UnsupportedSql, parse_where
+        try:
+            row_filter = parse_where(args.where)
+        except UnsupportedSql as error:
+            raise CommandError(f"--where: {error}") from None
     with ledger_errors():      # bad parameters (e.g. k > d_bar) -> exit 2, before any work
         request = make_request(command, epsilon=1.0 if maximum else args.epsilon,
                                delta=args.delta, k=k, l0=args.l0, linf=args.linf,
@@ -286,7 +297,7 @@ def release_and_report(args, *, command: str, k: int | None = None, algorithm=No
                                   user=args.user_column, item=args.item_column,
                                   engine=args.engine, seed=args.seed,
                                   progress=False if args.quiet else None,
-                                  nonnegative=True, **where)
+                                  nonnegative=True, where=row_filter, **where)
     except ComputationFailed as error:
         raise CommandError(str(error)) from None
     payload = api.payload_of(release)

@@ -47,6 +47,7 @@ def _refuse_local_flags(args) -> None:
         ("--sql", getattr(args, "sql", False)), ("--table", bool(getattr(args, "table", []))),
         ("--engine", getattr(args, "engine", "duckdb") != "duckdb"),
         ("--seed", getattr(args, "seed", None) is not None),
+        ("--where", getattr(args, "where", None) is not None),
         ("--epsilon max", getattr(args, "epsilon", None) == "max")) if given]
     if local:
         raise CommandError(f"{', '.join(local)}: not with --server (the server holds the data "

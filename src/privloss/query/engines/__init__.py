@@ -96,27 +96,30 @@ def _bounding_seed(seed, source) -> int:
 
 
 def histogram_plan(data, *, user_column: str, item_column: str, l0=None, linf=1, top=None,
-                   seed: int = 0) -> QueryPlan:
+                   seed: int = 0, where=None) -> QueryPlan:
     """The plan of a bounded histogram of ``item_column`` (distinct users per
     item after bounding: at most ``l0`` items per user, ``linf`` rows per user
-    and item), the head of ``top`` items when given."""
+    and item), the head of ``top`` items when given, over the rows ``where``
+    (a :mod:`privloss.query.filters` tree) holds."""
     bounds = check_bounds(l0, linf)
     return QueryPlan(source=data, privacy_unit=user_column, by=(item_column,),
                      bounding=Bounding(bounds.l0, bounds.linf), seed=seed, top=top,
-                     measurements=("rows",), roles=HISTOGRAM_ROLES)
+                     measurements=("rows",), roles=HISTOGRAM_ROLES, where=where)
 
 
-def check_input(data, *, user_column: str, item_column: str, engine: str = "duckdb") -> None:
+def check_input(data, *, user_column: str, item_column: str, engine: str = "duckdb",
+                where=None) -> None:
     """Validate ``data`` without computing on its rows: the input resolves, a
     query is exactly one SELECT and binds, both columns exist.  The errors are
     those :func:`bounded_histogram` raises for the schema, so a caller (the
     CLI, a ledger) can raise them before charging a release."""
-    check(histogram_plan(data, user_column=user_column, item_column=item_column), engine)
+    check(histogram_plan(data, user_column=user_column, item_column=item_column, where=where),
+          engine)
 
 
 def bounded_histogram(data, *, user_column: str, item_column: str, l0=None, linf=1,
                       engine: str = "duckdb", top=None, domain=None, seed=None,
-                      source=None) -> Histogram:
+                      source=None, where=None) -> Histogram:
     """Per-user bounded histogram of ``item_column``, computed inside ``engine``.
 
     ``data``: path, frame, :class:`~privloss.query.inputs.SqlQuery`, DuckDB
@@ -144,7 +147,8 @@ def bounded_histogram(data, *, user_column: str, item_column: str, l0=None, linf
         _bounding_seed(seed, source)
     limit = top + 1 if top is not None and domain is None else None
     plan = histogram_plan(data, user_column=user_column, item_column=item_column, l0=l0,
-                          linf=linf, top=limit, seed=0 if seed is None else seed)
+                          linf=linf, top=limit, seed=0 if seed is None else seed,
+                          where=where)
     result = run(plan, engine)
     items = [row["group"][0] for row in result.groups]
     counts = [row["rows"] for row in result.groups]
