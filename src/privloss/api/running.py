@@ -286,12 +286,9 @@ def release_running(request: RunningRequest, data, *, ledger=None, dataset=None,
 def _asked_before(ledger, dataset, request, seed, label) -> bool:
     """Whether a completed release asked this query (data aside): only then
     may a stored answer make a refused budget irrelevant."""
+    from privloss.api.protocol import may_be_stored
+
     wanted = request.query_key(None, seed)
     if label is not None:
         wanted["label"] = label
-    for row in ledger.history(dataset):
-        query = row["query"]
-        if row["status"] == "done" and isinstance(query, dict) \
-                and {**query, "data": None} == wanted:
-            return True
-    return False
+    return may_be_stored(ledger, dataset, wanted)

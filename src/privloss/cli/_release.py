@@ -69,6 +69,18 @@ def add_source_flags(parser: argparse.ArgumentParser) -> None:
                              "as view NAME (repeatable)")
 
 
+def where_of(args):
+    """The filter of ``--where`` (None without one); a bad condition is a
+    :class:`CommandError` naming the flag."""
+    if getattr(args, "where", None) is None:
+        return None
+    from privloss.query.sql import UnsupportedSql, parse_where
+    try:
+        return parse_where(args.where)
+    except UnsupportedSql as error:
+        raise CommandError(f"--where: {error}") from None
+
+
 def source_of(args):
     """What the API reads for DATA / ``--sql`` / ``--table``: the path, or a
     :class:`~privloss.query.inputs.SqlQuery` over the declared tables."""
@@ -256,13 +268,7 @@ def release_and_report(args, *, command: str, k: int | None = None, algorithm=No
 
     domain = read_domain(args.domain)
     maximum = args.epsilon == "max"
-    row_filter = None
-    if args.where is not None:
-        from privloss.query.sql import UnsupportedSql, parse_where
-        try:
-            row_filter = parse_where(args.where)
-        except UnsupportedSql as error:
-            raise CommandError(f"--where: {error}") from None
+    row_filter = where_of(args)
     with ledger_errors():      # bad parameters (e.g. k > d_bar) -> exit 2, before any work
         request = make_request(command, epsilon=1.0 if maximum else args.epsilon,
                                delta=args.delta, k=k, l0=args.l0, linf=args.linf,

@@ -161,14 +161,7 @@ def run(args) -> int:
 
     with ledger_errors():
         aggregations = _aggregations(args)
-    from privloss.cli._release import source_of
+    from privloss.cli._release import source_of, where_of
 
     by = [name.strip() for name in args.by.split(",") if name.strip()]
-    where = None
-    if args.where is not None:
-        from privloss.query.sql import UnsupportedSql, parse_where
-        try:
-            where = parse_where(args.where)
-        except UnsupportedSql as error:
-            raise CommandError(f"--where: {error}") from None
-    return run_query(args, source_of(args), by, aggregations, where)
+    return run_query(args, source_of(args), by, aggregations, where_of(args))

@@ -73,14 +73,8 @@ ROW_SEED_OFFSET = 1 << 128
 
 
 def _positive(name: str, value, *, optional: bool) -> int | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        allowed = "None or an integer >= 1" if optional else "an integer >= 1"
-        raise TypeError(f"{name} must be {allowed}, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value}")
-    return int(value)
+    from privloss.query.bounding import _positive_int_or_none    # the one check
+    return _positive_int_or_none(name, value, allow_none=optional)
 
 
 def _column(role: str, value) -> str:
