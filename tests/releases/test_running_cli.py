@@ -221,3 +221,22 @@ def test_extreme_values_clamp_and_never_fail(tmp_path):
     totals = bounded_period_totals(resolve_input(path), query, unit="cust", time="when",
                                    value="amount")
     assert totals.tolist() == [0, 15, 0]
+
+
+def test_running_takes_sql_and_epsilon_max(tmp_path, capsys):
+    """Every release command takes --sql with --table and --epsilon max (issue 18 item 4)."""
+    from privloss.budget import Ledger
+    from privloss.cli.main import main
+
+    ledger = tmp_path / "b.sqlite"
+    Ledger(str(ledger), create=True).create_dataset("d", epsilon=0.5, delta=1e-6)
+    code = main(["running", "SELECT * FROM t WHERE Country = 'France'", "--sql", "--table",
+                 "t=../shared/data/online_retail.csv.gz", "--privacy-unit", "CustomerID",
+                 "--time-column", "InvoiceDate", "--period", "month", "--start", "2010-12-01",
+                 "--end", "2011-11-30", "--count-distinct", "--max-periods-per-unit", "12",
+                 "--max-rows-per-period", "1", "--epsilon", "max", "--ledger", str(ledger),
+                 "--dataset", "d", "--seed", "1", "--json"])
+    assert code == 0, capsys.readouterr().err
+    payload = json.loads(capsys.readouterr().out)
+    assert len(payload["periods"]) == 12
+    assert Ledger(str(ledger), create=False).show("d")["spent_epsilon"] == pytest.approx(0.5)

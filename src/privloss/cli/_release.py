@@ -203,7 +203,7 @@ def data_source(args):
                 raise CommandError(f"--table: the name {name!r} is given twice")
             tables[name], mac = _snapshot(path, f"--table {name}", source.snapshots)
             macs += [name, mac]
-        if args.engine == "spark":
+        if getattr(args, "engine", "duckdb") == "spark":
             # Spark cannot confine a query to the tables: the result may depend on
             # anything the session reads, so a fresh nonce makes every release new
             source.fingerprint = {"sql": args.data, "tables": sorted(tables),

@@ -73,8 +73,8 @@ def register(subparsers) -> None:
                "--time-column InvoiceDate --period week --start 2010-12-06 --end 2011-12-09 "
                "--count-distinct --max-periods-per-unit 1 --max-rows-per-period 1 --epsilon 1",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data", metavar="DATA", help="CSV or Parquet file (optionally .gz), or "
-                                                     "a directory of Parquet files")
+    from privloss.cli._release import add_source_flags
+    add_source_flags(parser)
     parser.add_argument("--privacy-unit", required=True, metavar="U",
                         help="column identifying a privacy unit (the protected person)")
     parser.add_argument("--time-column", required=True, metavar="T",
@@ -98,7 +98,10 @@ def register(subparsers) -> None:
                         type=lambda t: _positive(t, "max-rows-per-period"),
                         help="each unit counts at most M rows per period")
     parser.add_argument("--epsilon", required=True, metavar="E",
-                        type=lambda t: _real(t, "epsilon"), help="epsilon this release spends")
+                        type=lambda t: "max" if t.strip().lower() == "max" else
+                        _real(t, "epsilon"),
+                        help="epsilon this release spends; 'max': the largest that still fits "
+                             "the ledger's budget (needs --ledger)")
     parser.add_argument("--delta", default=0.0, metavar="D", type=lambda t: _real(t, "delta"),
                         help="delta (only with --noise gaussian; default 0)")
     parser.add_argument("--noise", choices=["laplace", "gaussian"], default="laplace",
@@ -121,15 +124,25 @@ def run(args) -> int:
     from privloss.cli.ledger import open_ledger_from_args
     from privloss.api.running import make_running_request, release_running
 
-    with _errors():
-        request = make_running_request(
+    def request_at(epsilon):
+        return make_running_request(
             privacy_unit=args.privacy_unit, time_column=args.time_column, period=args.period,
             start=args.start, end=args.end, count=args.count,
             count_distinct=args.count_distinct, sum=args.sum,
             max_periods_per_unit=args.max_periods_per_unit,
-            max_rows_per_period=args.max_rows_per_period, epsilon=args.epsilon,
+            max_rows_per_period=args.max_rows_per_period, epsilon=epsilon,
             delta=args.delta, noise=args.noise)
+
+    with _errors():
+        request = request_at(1.0 if args.epsilon == "max" else args.epsilon)
     ledger = open_ledger_from_args(args)
+    if args.epsilon == "max":
+        if ledger is None:
+            raise CommandError("--epsilon max needs --ledger and --dataset (the budget to fit)")
+        with _errors():
+            request = request_at(_largest_epsilon(ledger, args.dataset, request_at))
+        if not args.json:
+            warn(f"privloss: --epsilon max = {request.epsilon!r}")
     if args.dry_run:
         summary = request.plan_summary()
         if ledger is not None:
@@ -146,8 +159,6 @@ def run(args) -> int:
     if args.seed is not None and ledger is not None:
         warn("privloss: warning: --seed makes the noise predictable (NOT private) but the "
              "release is still charged to the ledger")
-    # DATA as a file only: give data_source / _check_paths what they expect
-    args.sql, args.table = False, []
     _check_paths(args)
     try:
         with _errors():
@@ -161,6 +172,31 @@ def run(args) -> int:
         return 0
     _print(result.payload, cached=result.cached)
     return 0
+
+
+def _largest_epsilon(ledger, dataset: str, request_at) -> float:
+    """The largest epsilon whose running release the fully adaptive dataset
+    still admits (the one search of :func:`privloss.api.planning.largest_admitted`)."""
+    import math
+    import secrets
+
+    from privloss.api.planning import largest_admitted
+
+    summary = ledger.show(dataset)
+    if summary["interaction"] != "fully-adaptive":
+        raise ValueError(f"--epsilon max for running totals needs a fully-adaptive dataset; "
+                         f"{dataset!r} composes as {summary['interaction']}")
+    nonce = secrets.token_hex(8)
+
+    def admitted(epsilon: float) -> dict:
+        try:
+            events = request_at(epsilon).events
+        except (ValueError, ArithmeticError):
+            return {"admitted": False, "reason": "the parameters cannot be calibrated",
+                    "spent_epsilon": math.inf}
+        return ledger.would_admit(dataset, {"dry-run": nonce}, events)
+
+    return largest_admitted(ledger, dataset, admitted, summary)
 
 
 def _print_plan(summary: dict) -> None:

@@ -198,12 +198,11 @@ def check_running_schema(inp, query: RunningQuery, *, unit: str, time: str,
     """Bind the input (no rows computed); raise ``ValueError`` naming a
     missing column: data-independent, before any charge."""
     from privloss.query.engines import duckdb_engine as engine
-    from privloss.query.inputs import describe_input
+    from privloss.query.inputs import describe_input, resolve_input
 
-    duckdb = engine.import_duckdb()
-    source = engine._Source()
+    inp = resolve_input(inp)
+    duckdb, source = engine.open_source(inp, scan=True)
     try:
-        engine._open(duckdb, inp, source)
         columns = list(source.relation.columns)
         for role, name in (("privacy_unit", unit), ("time_column", time),
                            ("value column", value if query.statistic == "sum" else None)):
@@ -219,12 +218,11 @@ def bounded_period_totals(inp, query: RunningQuery, *, unit: str, time: str,
     """The bounded total of each of ``query.periods`` periods (int64 array)."""
     from privloss.query.engines import duckdb_engine as engine
     from privloss.query.errors import computation_failed
-    from privloss.query.inputs import describe_input
+    from privloss.query.inputs import describe_input, resolve_input
 
-    duckdb = engine.import_duckdb()
-    source = engine._Source()
+    inp = resolve_input(inp)
+    duckdb, source = engine.open_source(inp)
     try:
-        engine._open(duckdb, inp, source)
         expressions = [duckdb.ColumnExpression(unit).alias("u"),
                        duckdb.ColumnExpression(time).alias("t")]
         if query.statistic == "sum":

@@ -64,7 +64,7 @@ from privloss.query.inputs import (FileInput, FrameInput, QueryInput, RelationIn
 from privloss.query.plan import ROW_SEED_OFFSET, GroupStatistics, QueryPlan
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "check", "run", "check_select", "memory_settings",
-           "import_duckdb"]
+           "import_duckdb", "open_source"]
 
 #: Memory limit of privloss's own DuckDB connections: beyond it DuckDB spills to
 #: disk, so peak memory stays flat as the distinct (unit, group) pairs grow
@@ -290,6 +290,21 @@ def _open(duckdb, inp, source: _Source, scan: bool = False) -> None:
         return
     source.connection = _locked_connection(duckdb, (), source.spill_directory())
     source.relation = _frame_relation(source.connection, inp)
+
+
+def open_source(data, scan: bool = False):
+    """``(duckdb, source)``: ``data`` (any input :func:`resolve_input` takes)
+    bound on privloss's own locked connection (``source.relation``; close
+    ``source`` when done).  ``scan``: parse CSV / TSV files whole now.  For
+    queries outside a :class:`QueryPlan` (running totals' periods)."""
+    duckdb = import_duckdb()
+    source = _Source()
+    try:
+        _open(duckdb, resolve_input(data), source, scan)
+    except BaseException:
+        source.close()
+        raise
+    return duckdb, source
 
 
 def _opened(plan: QueryPlan, scan: bool = False):
