@@ -100,8 +100,10 @@ class AggregateQuery:
                          quantile_bins=self.plan.quantile_bins,
                          keys=None if self.keys is None else
                          tuple(tuple(map(str, key)) for key in self.keys),
-                         measurements=tuple(m.name for m in self.plan.measurements),
-                         where=self.where)
+                         measurements=tuple(a.name for a in self.aggregations),
+                         where=self.where, noise=self.noise,
+                         budget_split={m.name: str(self.plan.strengths[m.name])
+                                       for m in self.plan.measurements})
 
     @property
     def value_columns(self) -> tuple:

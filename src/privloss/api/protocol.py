@@ -485,6 +485,8 @@ def _charge_and_compute(request, events, source, status, *, user, item, engine, 
             histogram = bounded_histogram(source.input, user_column=user, item_column=item,
                                           l0=request.l0, linf=request.linf, engine=engine,
                                           seed=seed, source=noise_source, where=where[0],
+                                          measurement="top-k" if request.command == "topk"
+                                          else "histogram", noise=request.algorithm,
                                           **engine_request)
             status.step(f"releasing ({request.algorithm})")
             result = spec.run(histogram, **request.calibration(), domain=request.domain,

@@ -35,9 +35,12 @@ A plan holds, in the order an engine applies them:
    come back, with the number of groups in ``total_groups`` (top-k and
    unknown-domain histograms read only their head).
 
-The measurements, their noise and the budget split are the release's
-(:mod:`privloss.releases`); ``measurements`` names them here so a plan
-describes the whole release (shown by dry runs, part of the repeated-query key).
+7. the release: ``measurements`` (``count``, ``count_distinct``,
+   ``sum(x)``, ``mean(x)``, ``quantile(x,q)``, ``top-k``, ``histogram``),
+   ``noise`` (the algorithm or noise family) and ``budget_split`` (each
+   measurement's share).  :mod:`privloss.releases` calibrates and adds the
+   noise; the plan names them so that one object describes the whole release
+   (dry runs show it).
 
 Privacy guarantee
 -----------------
@@ -118,6 +121,8 @@ class QueryPlan:
     measurements: tuple = ()
     roles: tuple | None = None
     where: object = None
+    noise: str | None = None
+    budget_split: dict | None = None
 
     def __post_init__(self):
         roles = self.roles or ("privacy_unit", "by")

@@ -96,7 +96,8 @@ def _bounding_seed(seed, source) -> int:
 
 
 def histogram_plan(data, *, user_column: str, item_column: str, l0=None, linf=1, top=None,
-                   seed: int = 0, where=None) -> QueryPlan:
+                   seed: int = 0, where=None, measurement: str = "histogram",
+                   noise: str | None = None) -> QueryPlan:
     """The plan of a bounded histogram of ``item_column`` (distinct users per
     item after bounding: at most ``l0`` items per user, ``linf`` rows per user
     and item), the head of ``top`` items when given, over the rows ``where``
@@ -104,7 +105,8 @@ def histogram_plan(data, *, user_column: str, item_column: str, l0=None, linf=1,
     bounds = check_bounds(l0, linf)
     return QueryPlan(source=data, privacy_unit=user_column, by=(item_column,),
                      bounding=Bounding(bounds.l0, bounds.linf), seed=seed, top=top,
-                     measurements=("rows",), roles=HISTOGRAM_ROLES, where=where)
+                     measurements=(measurement,), roles=HISTOGRAM_ROLES, where=where,
+                     noise=noise)
 
 
 def check_input(data, *, user_column: str, item_column: str, engine: str = "duckdb",
@@ -119,7 +121,8 @@ def check_input(data, *, user_column: str, item_column: str, engine: str = "duck
 
 def bounded_histogram(data, *, user_column: str, item_column: str, l0=None, linf=1,
                       engine: str = "duckdb", top=None, domain=None, seed=None,
-                      source=None, where=None) -> Histogram:
+                      source=None, where=None, measurement: str = "histogram",
+                      noise: str | None = None) -> Histogram:
     """Per-user bounded histogram of ``item_column``, computed inside ``engine``.
 
     ``data``: path, frame, :class:`~privloss.query.inputs.SqlQuery`, DuckDB
@@ -148,7 +151,7 @@ def bounded_histogram(data, *, user_column: str, item_column: str, l0=None, linf
     limit = top + 1 if top is not None and domain is None else None
     plan = histogram_plan(data, user_column=user_column, item_column=item_column, l0=l0,
                           linf=linf, top=limit, seed=0 if seed is None else seed,
-                          where=where)
+                          where=where, measurement=measurement, noise=noise)
     result = run(plan, engine)
     items = [row["group"][0] for row in result.groups]
     counts = [row["rows"] for row in result.groups]
