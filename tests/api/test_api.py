@@ -218,3 +218,24 @@ def test_missing_file_is_bad_input_even_when_the_budget_is_spent(ledger, tmp_pat
     privloss.topk(rows, epsilon=0.9, seed=1, ledger=ledger, dataset="d", **TOPK)
     with pytest.raises(FileNotFoundError):
         privloss.topk(tmp_path / "absent.csv", epsilon=0.5, ledger=ledger, dataset="d", **TOPK)
+
+
+def test_releases_as_arrow_and_polars():
+    """Issue 22 item 5: Release.to_arrow() / to_polars() (and the group-by's)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"u": rng.integers(0, 200, 2000), "g": rng.choice(list("abc"), 2000),
+                          "x": rng.random(2000)})
+    release = privloss.topk(frame, privacy_unit="u", item="g", k=2, epsilon=1.0, delta=1e-6,
+                            l0=2, seed=1)
+    table = release.to_arrow()
+    assert table.column_names == ["item", "count", "ci95_low", "ci95_high"]
+    assert table.column("item").to_pylist() == list(release.items)
+    assert release.to_polars().shape == (len(release.items), 4)
+    grouped = privloss.aggregate(frame, privacy_unit="u", by=["g"],
+                                 aggregations=["count", "mean:x:0:1"], epsilon=1.0,
+                                 keys=[("a",), ("b",), ("c",)], seed=1)
+    assert grouped.to_arrow().num_rows == 3
+    assert "mean(x)_ci95_high" in grouped.to_polars().columns

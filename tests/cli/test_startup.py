@@ -167,3 +167,20 @@ def test_adaptive_recursion_limit_matches_its_module():
     from privloss.bounds.adaptive_sequence import MAX_SEQUENCE_LENGTH
 
     assert ADAPTIVE_RECURSION_LIMIT == MAX_SEQUENCE_LENGTH
+
+
+def test_a_missing_extra_is_one_line(monkeypatch, capsys):
+    """Issue 22 item 5: a missing optional module names the extra to install,
+    in one line (exit 2); any other missing module keeps its traceback."""
+    import privloss.cli.compose as compose
+    from privloss.cli.main import main, missing_extra
+
+    def needs_spark(args):
+        raise ModuleNotFoundError("No module named 'pyspark'", name="pyspark")
+
+    monkeypatch.setattr(compose, "run", needs_spark)
+    code = main(["compose", "--dp", "0.1", "--target-delta", "1e-6"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "pip install 'privloss[spark]'" in err and "'pyspark'" in err
+    assert missing_extra(ModuleNotFoundError("x", name="not_a_dependency")) is None

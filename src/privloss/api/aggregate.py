@@ -178,10 +178,31 @@ class AggregateRelease:
                 "events": [repr(e) for e in self.events], "spent": self.spent,
                 "guarantee": self.guarantee, "cached": self.cached}
 
+    def columns_of(self) -> dict:
+        """The release as columns: ``by0..`` (the group values), then each
+        output column and its 95% interval (``<name>_ci95_low`` / ``_high``)."""
+        width = len(self.rows[0]["group"]) if self.rows else len(self.parameters.get("by", ()))
+        out = {f"by{i}": [row["group"][i] for row in self.rows] for i in range(width)}
+        for name in self.columns:
+            out[name] = [row["values"][name] for row in self.rows]
+            out[f"{name}_ci95_low"] = [row["ci95"][name][0] for row in self.rows]
+            out[f"{name}_ci95_high"] = [row["ci95"][name][1] for row in self.rows]
+        return out
+
     def to_pandas(self):
         import pandas as pd
         return pd.DataFrame([{**{f"by{i}": v for i, v in enumerate(row["group"])},
                               **row["values"]} for row in self.rows])
+
+    def to_arrow(self):
+        """A pyarrow Table (:meth:`columns_of`)."""
+        import pyarrow as pa
+        return pa.table(self.columns_of())
+
+    def to_polars(self):
+        """A Polars DataFrame (:meth:`columns_of`)."""
+        import polars as pl
+        return pl.DataFrame(self.columns_of())
 
 
 def describe_plan(query: AggregateQuery) -> dict:

@@ -81,6 +81,25 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: a missing third-party module -> the extra that installs it
+EXTRAS = {"duckdb": "analytics", "pyarrow": "analytics", "sqlglot": "analytics",
+          "mpmath": "analytics", "rich": "analytics", "fastapi": "service",
+          "uvicorn": "service", "argon2": "service", "jinja2": "service", "httpx": "service",
+          "multipart": "service", "pyspark": "spark", "psycopg": "postgres",
+          "pandas": "frames", "polars": "frames", "matplotlib": "plot", "randomgen": "samplers"}
+
+
+def missing_extra(error: ImportError) -> str | None:
+    """One line naming the extra to install, for a missing third-party module
+    (None for anything else: a real bug keeps its traceback)."""
+    name = (getattr(error, "name", None) or "").split(".")[0]
+    extra = EXTRAS.get(name)
+    if extra is None:
+        return None
+    return (f"this needs the '{extra}' extra (the module {name!r} is missing): "
+            f"pip install 'privloss[{extra}]'")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_requested_command(argv))
@@ -90,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     except CommandError as error:
         print(f"privloss {args.command}: error: {error}", file=sys.stderr)
         return error.exit_code
+    except ModuleNotFoundError as error:
+        line = missing_extra(error)
+        if line is None:
+            raise
+        print(f"privloss {args.command}: error: {line}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # the reader (e.g. `| head`) went away: stop quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -69,16 +69,29 @@ class Release(NamedTuple):
             text += ", stored answer"
         return text + ")"
 
-    def to_pandas(self):
-        """A pandas DataFrame, one row per released item: ``item``, ``count``,
-        ``ci95_low``, ``ci95_high`` (counts after contribution bounding)."""
-        import pandas as pd
-
+    def columns(self) -> dict:
+        """The release as columns: ``item``, ``count``, ``ci95_low``,
+        ``ci95_high`` (plain Python values; counts after contribution bounding)."""
         rows = self.rows()
-        return pd.DataFrame({"item": [row["item"] for row in rows],
-                             "count": [row["count"] for row in rows],
-                             "ci95_low": [row["ci95"][0] for row in rows],
-                             "ci95_high": [row["ci95"][1] for row in rows]})
+        return {"item": [row["item"] for row in rows],
+                "count": [row["count"] for row in rows],
+                "ci95_low": [row["ci95"][0] for row in rows],
+                "ci95_high": [row["ci95"][1] for row in rows]}
+
+    def to_pandas(self):
+        """A pandas DataFrame, one row per released item (:meth:`columns`)."""
+        import pandas as pd
+        return pd.DataFrame(self.columns())
+
+    def to_arrow(self):
+        """A pyarrow Table, one row per released item (:meth:`columns`)."""
+        import pyarrow as pa
+        return pa.table(self.columns())
+
+    def to_polars(self):
+        """A Polars DataFrame, one row per released item (:meth:`columns`)."""
+        import polars as pl
+        return pl.DataFrame(self.columns())
 
     def rows(self) -> list[dict]:
         """``[{"item": ..., "count": ..., "ci95": [low, high]}, ...]`` with plain Python numbers."""
