@@ -103,7 +103,9 @@ def source_of(args):
 
 def add_data_flags(parser: argparse.ArgumentParser) -> None:
     add_source_flags(parser)
-    parser.add_argument("--user-column", required=True, metavar="U", help="column of user ids")
+    parser.add_argument("--privacy-unit", "--user-column", dest="user_column", required=True,
+                        metavar="U", help="column of the privacy units (user ids); "
+                                          "--user-column is the older spelling")
     parser.add_argument("--where", metavar="CONDITION", default=None,
                         help="keep only the rows where this SQL condition holds (comparisons, "
                              "IN, BETWEEN, IS NULL, LIKE, AND/OR/NOT, CAST; docs/sql.md); "
