@@ -371,8 +371,8 @@ def test_fuzz_data_commands_more(workspace, data):
 # status and words of the error (None: any of 0 / 2)
 KNOWN_CASES = [
     (["compose", "--dp", "0.1x99999999999", "--br", "0.1x3", "--delta", "1e-6"], 2,
-     "--dp: K in '0.1x99999999999' must be an integer in [1, 10^6]"),
-    (["compose", "--dp", "0.1x1000001", "--target-delta", "1e-6"], 2, "10^6"),
+     "--dp: K in '0.1x99999999999' must be an integer in [1, 10^10]"),
+    (["compose", "--dp", "0.1x1000001", "--br", "0.1", "--target-delta", "1e-6"], 2, "10^6"),
     (["compose", "--dp", "0.1x600000", "--br", "0.1x600000", "--target-delta", "1e-6"], 2,
      "--dp, --br: at most 10^6 mechanisms in total"),
     (["calibrate", "--k", "1000000", "--target-epsilon", "1", "--target-delta", "1e-6"], 2, "--k"),
