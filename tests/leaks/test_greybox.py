@@ -220,6 +220,30 @@ def cli_histogram_sql(directory, data):
                     "--domain", _domain_file(directory, DOMAIN), "--seed", SEED, "--json"])
 
 
+def cli_sql_where(directory, data):
+    """DP SQL with a row filter (issue 20): only the noisy values may differ."""
+    return run_cli(["sql", "SELECT item, COUNT(*) AS n FROM t WHERE amount >= 0 AND item "
+                    "<> 'zz' GROUP BY item", "--table", f"t={data}", "--privacy-unit", "user",
+                    "--epsilon", "1", "--keys", _keys_file(directory, DOMAIN), "--seed", SEED,
+                    "--json"])
+
+
+def cli_histogram_where(directory, data):
+    """--where on a histogram (issue 20)."""
+    return run_cli(["histogram", data, *COLUMNS, "--where", "amount IS NOT NULL",
+                    "--epsilon", "1", "--l0", "3", "--domain", _domain_file(directory, DOMAIN),
+                    "--seed", SEED, "--json"])
+
+
+def cli_aggregate_where_max_ledger(directory, data):
+    """aggregate --where with --epsilon max against a ledger (issue 18 item 4)."""
+    ledger = _ledger(directory)
+    seen = run_cli(["aggregate", data, "--privacy-unit", "user", "--by", "item", "--count",
+                    "--where", "amount >= 0", "--epsilon", "max", "--keys",
+                    _keys_file(directory, DOMAIN), "--seed", SEED, "--json", *ledger])
+    return _with_ledger_views(seen, ledger)
+
+
 #: name -> (format, public keys, bound on |noisy(D') - noisy(D)| or None, runner, masks)
 PATHS = {
     "lib-topk": ("csv", False, None, lib_topk, ()),
@@ -245,6 +269,9 @@ PATHS = {
     "frame-lib-topk": ("parquet", False, None, frame_lib_topk, ()),
     "cli-epsilon-max-ledger": ("csv", True, None, cli_epsilon_max_ledger, ()),
     "cli-histogram-sql": ("csv", True, 1, cli_histogram_sql, ()),
+    "cli-sql-where": ("csv", True, 1, cli_sql_where, ()),
+    "cli-histogram-where": ("csv", True, 1, cli_histogram_where, ()),
+    "cli-aggregate-where-max-ledger": ("csv", True, 1, cli_aggregate_where_max_ledger, ()),
 }
 
 #: (path, kind) pairs that fail before the fixes, and why (audit items a-c)
