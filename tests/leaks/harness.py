@@ -320,6 +320,11 @@ def mask_json(value, *, public_keys: bool):
             if key in ("items", "rows") and isinstance(item, list) and all(
                     isinstance(row, dict) for row in item):
                 out[key] = _mask_rows(item, public_keys)
+            elif key == "periods" and isinstance(item, list):
+                # running totals: the periods are public (from --start/--end), in order;
+                # every other field of a period is noisy
+                out[key] = [{name: (value if name == "period" else _noisy(value))
+                             for name, value in row.items()} for row in item]
             elif key in _NOISY_KEYS and not isinstance(item, str):
                 out[key] = _noisy(item)
             elif key in _TIME_KEYS:

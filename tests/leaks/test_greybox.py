@@ -244,6 +244,19 @@ def cli_aggregate_where_max_ledger(directory, data):
     return _with_ledger_views(seen, ledger)
 
 
+def cli_running_sql(directory, data):
+    """privloss running (issue 21) over a trusted query that derives a day from
+    the amount's text length (the harness data has no time column; a trusted
+    query that can fail on some rows would be the operator's leak, not ours)."""
+    query = ("SELECT user, DATE '2024-01-01' + CAST(length(CAST(amount AS VARCHAR)) % 28 "
+             "AS INTEGER) AS day FROM t")
+    return run_cli(["running", query, "--sql", "--table", f"t={data}", "--privacy-unit",
+                    "user", "--time-column", "day", "--period", "week", "--start",
+                    "2024-01-01", "--end", "2024-01-28", "--count", "--max-periods-per-unit",
+                    "2", "--max-rows-per-period", "2", "--epsilon", "1", "--seed", SEED,
+                    "--json"])
+
+
 #: name -> (format, public keys, bound on |noisy(D') - noisy(D)| or None, runner, masks)
 PATHS = {
     "lib-topk": ("csv", False, None, lib_topk, ()),
@@ -270,6 +283,7 @@ PATHS = {
     "cli-epsilon-max-ledger": ("csv", True, None, cli_epsilon_max_ledger, ()),
     "cli-histogram-sql": ("csv", True, 1, cli_histogram_sql, ()),
     "cli-sql-where": ("csv", True, 1, cli_sql_where, ()),
+    "cli-running-sql": ("csv", True, None, cli_running_sql, ()),
     "cli-histogram-where": ("csv", True, 1, cli_histogram_where, ()),
     "cli-aggregate-where-max-ledger": ("csv", True, 1, cli_aggregate_where_max_ledger, ()),
 }
