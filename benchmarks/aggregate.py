@@ -48,6 +48,7 @@ import argparse
 import importlib.util
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -228,6 +229,34 @@ def _measure(name: str, path: str, args):
     return result
 
 
+def _fresh_cpu(name: str, path: str, groups: int) -> float:
+    """Whole-process CPU seconds (user + sys) of a fresh interpreter that
+    imports what ``name`` needs and makes one call (``--child ... --repeat 1``)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, __file__, "--child", name, path, "--groups", str(groups),
+                    "--repeat", "1"], capture_output=True, text=True, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def fresh_pairs(path: str, groups: int, pairs: int) -> dict:
+    """Issue 18 item 6 (fresh process): privloss_duckdb against hand_bounded,
+    each run in a new process, A B A B ...; the median of the pairwise CPU
+    ratios (no tracemalloc anywhere: memory is the children's VmHWM)."""
+    ratios, ours, theirs = [], [], []
+    load_before = os.getloadavg()[0]
+    for _ in range(pairs):
+        a = _fresh_cpu("privloss_duckdb", path, groups)
+        b = _fresh_cpu("hand_bounded", path, groups)
+        ours.append(a)
+        theirs.append(b)
+        ratios.append(a / b)
+    return {"pairs": pairs, "privloss_cpu_median_s": statistics.median(ours),
+            "hand_cpu_median_s": statistics.median(theirs),
+            "ratio_median": statistics.median(ratios), "ratio_min": min(ratios),
+            "ratio_max": max(ratios), "load_average": [load_before, os.getloadavg()[0]]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -239,6 +268,9 @@ def main() -> None:
                              "round a fresh child per measurement): on a shared machine the "
                              "load then falls on all of them alike; best/median over all runs")
     parser.add_argument("--data", default=None)
+    parser.add_argument("--fresh", type=int, default=0, metavar="PAIRS",
+                        help="instead: PAIRS paired fresh-process runs of privloss_duckdb "
+                             "against hand_bounded (whole-process CPU, median ratio)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--opendp-python", default=None,
                         help="interpreter for the OpenDP child (OpenDP 0.16 needs polars "
@@ -254,6 +286,15 @@ def main() -> None:
         path = args.data or os.path.join(directory, "rows.parquet")
         if args.data is None:
             generate(path, args.rows, args.max_per_user, args.groups, seed=7)
+        if args.fresh:
+            fresh = fresh_pairs(path, args.groups, args.fresh)
+            print(f"fresh processes, {fresh['pairs']} pairs: privloss "
+                  f"{fresh['privloss_cpu_median_s']:.2f} s "
+                  f"CPU, hand-written {fresh['hand_cpu_median_s']:.2f} s; ratio median "
+                  f"{fresh['ratio_median']:.2f} ({fresh['ratio_min']:.2f} to "
+                  f"{fresh['ratio_max']:.2f}); load {fresh['load_average'][0]:.1f}-"
+                  f"{fresh['load_average'][1]:.1f}")
+            return
         chosen = MEASUREMENTS if args.only is None else tuple(args.only.split(","))
         per_name: dict = {}
         for round_index in range(args.rounds):
