@@ -175,6 +175,7 @@ def main(argv=None) -> int:
         def cold():
             ledger._verified.clear()
             ledger._parsed.clear()
+            ledger._tables.clear()
             decide()
 
         cold_cpu, cold_wall = median_times(cold, 3)

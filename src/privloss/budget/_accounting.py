@@ -16,6 +16,7 @@ before computing; ``failed``: the computation raised; ``done``).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -60,12 +61,20 @@ def within_budget(epsilon: float, budget_epsilon: float) -> bool:
     return fits_budget(epsilon, budget_epsilon)
 
 
-def _fully_adaptive(dataset: Dataset, guarantees: list) -> Spending:
-    if not guarantees:          # nothing spent yet: no rule's delta is in use either
+@functools.lru_cache(maxsize=256)
+def _policy(text: str):
+    """A stored filter policy, parsed once per process (immutable)."""
+    from privloss.accounting.fully_adaptive import FilterPolicy
+    return FilterPolicy.from_dict(json.loads(text))
+
+
+def _fully_adaptive(dataset: Dataset, guarantees) -> Spending:
+    """``guarantees``: a sequence, or a filter table (the ledger's running one)."""
+    size = guarantees.size if hasattr(guarantees, "size") else len(guarantees)
+    if not size:                # nothing spent yet: no rule's delta is in use either
         return Spending(0.0, 0.0, True, "empty", "")
-    from privloss.accounting.fully_adaptive import FilterPolicy, check
-    policy = FilterPolicy.from_dict(json.loads(dataset.policy))
-    status = check(policy, guarantees)
+    from privloss.accounting.fully_adaptive import check
+    status = check(_policy(dataset.policy), guarantees)
     return Spending(status.spent_epsilon, status.spent_delta, bool(status.admitted),
                     status.rule, status.message)
 

@@ -125,3 +125,11 @@ def _guarantee_of_text(events_text: str) -> str:
     return json.dumps(release_guarantee(events_from_text(events_text)).to_dict())
 
 
+
+
+@functools.lru_cache(maxsize=1024)
+def _guarantee_of_json(text: str):
+    """A stored guarantee's JSON parsed (immutable, so shared): a candidate's
+    guarantee is read once, not at every re-check."""
+    from privloss.accounting.fully_adaptive import ReleaseGuarantee
+    return ReleaseGuarantee.from_dict(json.loads(text))

@@ -126,12 +126,7 @@ class GroupCommit:
             for work in batch:
                 if work.error is None:
                     work.result, work.error = None, error
-                owner = work.ledger
-                with owner._lock:
-                    owner._verified.clear()
-                    owner._parsed.clear()
-                    owner._floor.clear()
-                    owner._floor.update(floors[id(owner)])
+                _forget(work.ledger, floors)
             for work in batch:
                 work.done.set()
             if not isinstance(error, Exception):
@@ -156,16 +151,21 @@ class GroupCommit:
         except BaseException as error:
             if work.error is None:
                 work.result, work.error = None, error
-            owner = work.ledger
-            with owner._lock:
-                owner._verified.clear()
-                owner._parsed.clear()
-                owner._floor.clear()
-                owner._floor.update(floors[id(owner)])
+            _forget(work.ledger, floors)
             if not isinstance(error, Exception):
                 work.done.set()
                 raise
         work.done.set()
+
+
+def _forget(owner, floors: dict) -> None:
+    """Drop a ledger's caches that may hold rows of a batch that was not committed."""
+    with owner._lock:
+        owner._verified.clear()
+        owner._parsed.clear()
+        owner._tables.clear()
+        owner._floor.clear()
+        owner._floor.update(floors[id(owner)])
 
 
 class _PieceFailed(Exception):

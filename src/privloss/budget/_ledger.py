@@ -16,8 +16,8 @@ from privloss.events import Event, Interaction
 
 from . import _plan
 from ._common import (DEFAULT_TIMEOUT, LEDGER_INTERACTIONS, MAX_NAME_LENGTH, Receipt,
-                      _check_analyst, _check_events, _check_interaction, _guarantee_text,
-                      _identity, _now, check_dataset_name)
+                      _check_analyst, _check_events, _check_interaction, _guarantee_of_json,
+                      _guarantee_text, _identity, _now, check_dataset_name)
 from ._accounting import Dataset, Spending, spending_of
 from ._audit import AnchoredLedger
 from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, LedgerPlanError,
@@ -26,6 +26,7 @@ from ._integrity import Verified, check_seal, dataset_digest, verify
 from ._migrate import upgrade_version_1
 from ._postgres import PostgresStore, is_postgres_url
 from ._protocol import ReleaseProtocol
+from ._running import DatasetTables, tables_for
 from ._store import LedgerFile
 
 __all__ = ["Ledger", "Receipt", "check_dataset_name", "LEDGER_INTERACTIONS", "DEFAULT_TIMEOUT",
@@ -68,6 +69,8 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
             self._file = LedgerFile(os.path.abspath(text), timeout=timeout, create=bool(create))
         self._verified: dict[str, Verified] = {}
         self._parsed: dict[str, list] = {}
+        # per dataset: its verified history as running tables (O(1) re-checks)
+        self._tables: dict[str, DatasetTables] = {}
         self._lock = threading.Lock()
         # per thread: datasets verified in the current read-only snapshot
         self._snapshot_state = threading.local()
@@ -195,29 +198,45 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
             events.extend(self._decode_events(text))
         return events
 
+    def _parsed_guarantees(self, name: str, state: Verified) -> list:
+        """The process's list of the dataset's parsed verified guarantees (call with
+        ``self._lock`` held); ``state``'s history is a prefix of it."""
+        from privloss.accounting.fully_adaptive import ReleaseGuarantee
+        parsed = self._parsed.setdefault(name, [])
+        try:
+            parsed.extend(ReleaseGuarantee.from_dict(json.loads(text))
+                          for text in state.guarantees[len(parsed):])
+        except (ValueError, TypeError, KeyError) as error:
+            raise LedgerError(f"ledger {self.path} holds a release guarantee that cannot "
+                              f"be read ({error}); refusing to account with it") from error
+        return parsed
+
     def _guarantees(self, conn, name: str) -> list:
         """Every verified stored guarantee of the dataset, parsed once per process."""
-        from privloss.accounting.fully_adaptive import ReleaseGuarantee
         state = self._verify(conn, name)
         with self._lock:
-            parsed = self._parsed.setdefault(name, [])
-            try:
-                parsed.extend(ReleaseGuarantee.from_dict(json.loads(text))
-                              for text in state.guarantees[len(parsed):])
-            except (ValueError, TypeError, KeyError) as error:
-                raise LedgerError(f"ledger {self.path} holds a release guarantee that cannot "
-                                  f"be read ({error}); refusing to account with it") from error
             # the history as this connection's snapshot sees it (a prefix of the cache)
-            return parsed[:len(state.guarantees)]
+            return self._parsed_guarantees(name, state)[:state.count]
+
+    def _tables_of(self, conn, name: str) -> DatasetTables:
+        """The verified history as running tables (``_running``), advanced by the
+        releases verified since the cached ones, keyed by release count and head."""
+        state = self._verify(conn, name)
+        with self._lock:
+            parsed = self._parsed_guarantees(name, state)
+            cached = self._tables.get(name)
+            tables = tables_for(cached, parsed, state.analysts, state.count, state.chain)
+            if cached is None or tables.count >= cached.count:
+                self._tables[name] = tables
+            return tables
 
     def _spending(self, conn, dataset: Dataset, extra_events=(), extra_guarantee=None, *,
                   with_delta: bool = False) -> Spending:
         if dataset.interaction == "fully-adaptive":
-            guarantees = self._guarantees(conn, dataset.name)
+            table = self._tables_of(conn, dataset.name).table
             if extra_guarantee is not None:
-                from privloss.accounting.fully_adaptive import ReleaseGuarantee
-                guarantees.append(ReleaseGuarantee.from_dict(json.loads(extra_guarantee)))
-            return spending_of(dataset, [], guarantees)
+                table = table.plus(_guarantee_of_json(extra_guarantee))
+            return spending_of(dataset, [], table)
         events = self._recorded_events(conn, dataset.name) + list(extra_events)
         return spending_of(dataset, events, [], with_delta=with_delta)
 
@@ -237,16 +256,14 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                           extra_guarantee=None, *, with_delta: bool = False) -> Spending:
         """Spending of one analyst's releases (plus a new one) against their cap
         (or, without a cap, against the dataset's budget)."""
-        state = self._verify(conn, dataset.name)
-        mine = [index for index, who in enumerate(state.analysts) if who == analyst]
         view = self._capped(dataset, cap)
         if dataset.interaction == "fully-adaptive":
-            from privloss.accounting.fully_adaptive import ReleaseGuarantee
-            every = self._guarantees(conn, dataset.name)
-            guarantees = [every[index] for index in mine]
+            table = self._tables_of(conn, dataset.name).analyst(analyst)
             if extra_guarantee is not None:
-                guarantees.append(ReleaseGuarantee.from_dict(json.loads(extra_guarantee)))
-            return spending_of(view, [], guarantees)
+                table = table.plus(_guarantee_of_json(extra_guarantee))
+            return spending_of(view, [], table)
+        state = self._verify(conn, dataset.name)
+        mine = [index for index, who in enumerate(state.analysts) if who == analyst]
         events: list[Event] = []
         for index in mine:
             events.extend(self._decode_events(state.events[index]))

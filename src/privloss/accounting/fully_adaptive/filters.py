@@ -60,6 +60,29 @@ class Table:
             self._columns[key] = np.fromiter(values, dtype=float, count=len(self._items))
         return self._columns[key]
 
+    # ---- the aggregates the rules read (an incremental table gives the same values
+    # in O(1): privloss.budget keeps one per dataset, tested equal bit for bit) ----
+    def total(self, name: str) -> float:
+        """:func:`total` of a column."""
+        return total(self.column(name))
+
+    def renyi_total(self, order_index: int) -> float:
+        """:func:`total` of the Renyi column at ``RENYI_ORDERS[order_index]``."""
+        return total(self.renyi(order_index))
+
+    def square_total(self, name: str) -> float:
+        """:func:`total` of a column's squares (each rounded to binary64)."""
+        values = self.column(name)
+        return total(values * values)
+
+    def nonfinite(self, name: str) -> int:
+        """How many values of a column are infinite (no guarantee in that currency)."""
+        return int(np.count_nonzero(~np.isfinite(self.column(name))))
+
+    def positive(self, name: str) -> int:
+        """How many values of a column are positive (inf included)."""
+        return int(np.count_nonzero(self.column(name) > 0))
+
 
 @dataclass(frozen=True)
 class RuleRow:
@@ -108,8 +131,8 @@ def fits(value: float, budget: float) -> bool:
     return fits_budget(value, budget)
 
 
-def _no_guarantee(column: np.ndarray, currency: str) -> str | None:
-    bad = int(np.count_nonzero(~np.isfinite(column)))
+def _no_guarantee(table: Table, name: str, currency: str) -> str | None:
+    bad = table.nonfinite(name)
     if bad:
         return f"{bad} release(s) have no {currency} guarantee"
     return None
@@ -182,11 +205,10 @@ def basic_rule(table: Table, policy, share: float) -> tuple[float, str]:
     Runtime
         O(n).
     """
-    eps = table.column("epsilon")
-    reason = _no_guarantee(eps, "pure-DP (conditioned)")
+    reason = _no_guarantee(table, "epsilon", "pure-DP (conditioned)")
     if reason:
         return math.inf, reason + " (e.g. Gaussian noise)"
-    value = total(eps)
+    value = table.total("epsilon")
     return value, f"sum of epsilons {value:.6g}"
 
 
@@ -211,10 +233,10 @@ def advanced_rule(table: Table, policy, share: float) -> tuple[float, str]:
     Runtime
         O(n).
     """
-    eps = table.column("epsilon")
-    reason = _no_guarantee(eps, "pure-DP (conditioned)")
+    reason = _no_guarantee(table, "epsilon", "pure-DP (conditioned)")
     if reason:
         return math.inf, reason
+    eps = table.column("epsilon")
     largest = float(eps.max()) if eps.size else 0.0
     if largest == 0:
         return 0.0, "sum of squared epsilons 0"
@@ -249,13 +271,12 @@ def zcdp_rule(table: Table, policy, share: float) -> tuple[float, str]:
     """
     from privloss.bounds.zcdp import zcdp_epsilon_tight
 
-    rho = table.column("rho")
-    reason = _no_guarantee(rho, "zCDP")
+    reason = _no_guarantee(table, "rho", "zCDP")
     if reason:
         return math.inf, reason
-    if np.any(table.column("xi") > 0):
+    if table.positive("xi"):
         return math.inf, "a release has xi > 0 (the renyi rule accounts it)"
-    rho_total = total(rho)
+    rho_total = table.total("rho")
     return zcdp_epsilon_tight(rho_total, share), f"rho {rho_total:.6g}"
 
 
@@ -287,7 +308,7 @@ def renyi_rule(table: Table, policy, share: float) -> tuple[float, str]:
     log_inv = math.log(len(orders) / share)
     best, best_order = math.inf, None
     for order in orders:
-        value = outward(total(table.renyi(RENYI_ORDERS.index(order)))
+        value = outward(table.renyi_total(RENYI_ORDERS.index(order))
                         + renyi_conversion_term(order, log_inv))
         if value < best:
             best, best_order = value, order
@@ -317,11 +338,10 @@ def gdp_rule(table: Table, policy, share: float) -> tuple[float, str]:
     """
     from privloss.bounds.gaussian_dp import gdp_epsilon
 
-    mus = table.column("gdp_mu")
-    reason = _no_guarantee(mus, "Gaussian-DP (Gaussian mechanisms only)")
+    reason = _no_guarantee(table, "gdp_mu", "Gaussian-DP (Gaussian mechanisms only)")
     if reason:
         return math.inf, reason
-    mu = math.sqrt(total(mus * mus))
+    mu = math.sqrt(table.square_total("gdp_mu"))
     return gdp_epsilon(mu, share), f"mu {mu:.6g}"
 
 
