@@ -55,7 +55,8 @@ def run(capsys, *argv):
 
 def rows_in(path) -> list:
     with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT id, status, plan_item FROM releases ORDER BY id").fetchall()
+        return conn.execute("SELECT id, coalesce(status, 'pending'), plan_item FROM releases "
+                            "LEFT JOIN outcomes ON release_id = id ORDER BY id").fetchall()
 
 
 def create(capsys, tmp_path, interaction, plan_text=PLAN):

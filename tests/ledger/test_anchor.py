@@ -127,15 +127,17 @@ class AnchorContract:
         location, _ = self.build(3)
         rows = self.fetch(location, "SELECT id, dataset, query_key, events, guarantee, "
                                     "plan_item, owner, analyst, spent_epsilon, bound, time, "
-                                    "result, chain FROM releases WHERE dataset = 'd' ORDER BY id")
+                                    "result, chain FROM releases JOIN outcomes ON release_id = id "
+                                    "WHERE dataset = 'd' ORDER BY id")
         *_, last = rows
         release_id, dataset, _, events, guarantee, plan_item, owner, analyst, spent, bound, \
             time, result, _ = last
         chain = release_chain(rows[-2][-1], release_id, dataset, '"forged"', events, guarantee,
                               plan_item, owner, analyst, spent, bound, time)
-        self.edit(location, f"UPDATE releases SET query_key = '\"forged\"', chain = '{chain}', "
-                            f"seal = '{release_seal(chain, 'done', result)}' "
+        self.edit(location, f"UPDATE releases SET query_key = '\"forged\"', chain = '{chain}' "
                             f"WHERE id = {release_id}")
+        self.edit(location, f"UPDATE outcomes SET seal = '{release_seal(chain, 'done', result)}' "
+                            f"WHERE release_id = {release_id}")
         self.edit(location, f"UPDATE datasets SET head = '{chain}' WHERE name = 'd'")
         # the chain itself verifies (opening checks it first); only the witness differs
         with pytest.raises(LedgerIntegrityError, match="rewritten"):
@@ -147,9 +149,10 @@ class AnchorContract:
     def test_a_single_bit_change_of_a_stored_value_is_refused(self, column):
         location, _ = self.build(4)
         table, column = ("datasets", column.split(":")[1]) if column.startswith("dataset:") \
-            else ("releases", column)
+            else ("outcomes", column) if column in ("result", "seal") else ("releases", column)
+        third = "(SELECT min(id) + 2 FROM releases WHERE dataset = 'd')"
         where = "name = 'd'" if table == "datasets" else \
-            "id = (SELECT min(id) + 2 FROM releases WHERE dataset = 'd')"
+            f"release_id = {third}" if table == "outcomes" else f"id = {third}"
         value = self.value(location, table, column, where)
         if isinstance(value, float):
             bits = struct.unpack("<q", struct.pack("<d", value))[0] ^ 1
@@ -209,8 +212,10 @@ class TestSqliteAnchor(AnchorContract):
 
     def _connect(self, location):
         import sqlite3
+        from tests.ledger._edits import drop_triggers
         conn = sqlite3.connect(location, isolation_level=None)
         conn.execute("PRAGMA foreign_keys = OFF")
+        drop_triggers(conn)
         return conn
 
     def edit(self, location: str, sql: str) -> None:
@@ -295,7 +300,7 @@ def _table_rows(path: str):
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         return {table: conn.execute(f"SELECT * FROM {table} NOT INDEXED ORDER BY 1").fetchall()
-                for table in ("meta", "datasets", "releases")}
+                for table in ("meta", "datasets", "releases", "outcomes")}
     finally:
         conn.close()
 
@@ -419,7 +424,8 @@ def test_removing_the_anchor_record_does_not_unanchor_the_ledger(tmp_path, capsy
     ledger = Ledger(path, create=False)
     for index in range(4):
         ledger.release("d", index, lambda: index, [PureDP(0.125)])
-    with sqlite3.connect(path) as conn:
+    from tests.ledger._edits import untriggered
+    with untriggered(path) as conn:
         conn.execute("DELETE FROM releases WHERE id > 2")
         conn.execute("UPDATE datasets SET recorded = 2, head = (SELECT chain FROM releases "
                      "WHERE id = 2)")

@@ -203,8 +203,8 @@ class TestSqliteLedger(LedgerContract):
         return str(self._tmp / f"ledger{self._count}.sqlite")
 
     def edit(self, location: str, sql: str) -> None:
-        import sqlite3
-        with sqlite3.connect(location) as conn:
+        from tests.ledger._edits import untriggered
+        with untriggered(location) as conn:
             conn.execute(sql)
 
 

@@ -15,6 +15,7 @@ import pytest
 from privloss.budget import Ledger, LedgerError, LedgerIntegrityError
 from privloss.cli.main import main
 from privloss.events import BoundedRange, PureDP
+from tests.ledger._edits import untriggered
 
 
 def _build(path: str) -> None:
@@ -59,11 +60,14 @@ SQL_EDITS = {
     "all releases deleted": "DELETE FROM releases WHERE dataset = 'd'",
     "events edited": "UPDATE releases SET events = replace(events, '0.1', '0.001') WHERE id = 2",
     "guarantee edited": "UPDATE releases SET guarantee = '{}' WHERE id = 3",
-    "result edited": "UPDATE releases SET result = '{\"count\":99}' WHERE id = 1",
-    "status edited": "UPDATE releases SET status = 'pending', result = NULL WHERE id = 4",
+    "result edited": "UPDATE outcomes SET result = '{\"count\":99}' WHERE release_id = 1",
+    "status edited": "UPDATE outcomes SET status = 'failed', result = NULL WHERE release_id = 4",
+    "outcome moved to another release": "UPDATE outcomes SET result = (SELECT result FROM "
+                                         "outcomes WHERE release_id = 3), seal = (SELECT seal "
+                                         "FROM outcomes WHERE release_id = 3) WHERE release_id = 2",
     "release moved to another dataset": "UPDATE releases SET dataset = 'other' WHERE id = 5",
     "forged release": "INSERT INTO releases SELECT 100, dataset, 'forged', events, guarantee, "
-                      "plan_item, status, owner, analyst, result, spent_epsilon, bound, time, chain, seal "
+                      "plan_item, owner, analyst, spent_epsilon, bound, time, chain "
                       "FROM releases WHERE id = 1",
 }
 
@@ -73,8 +77,7 @@ def test_edited_records_are_refused(tmp_path, name):
     path = str(tmp_path / "ledger.sqlite")
     _build(path)
     ledger = Ledger(path, create=False)
-    with sqlite3.connect(path) as conn:
-        conn.execute("PRAGMA foreign_keys = OFF")
+    with untriggered(path) as conn:
         conn.execute(SQL_EDITS[name])
     with pytest.raises(LedgerIntegrityError, match="damaged or was edited"):
         Ledger(path, create=False)
@@ -133,7 +136,7 @@ def test_ledger_verify_command(tmp_path, capsys):
     assert main(["ledger", "verify", "--ledger", path, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["verified"] and report["releases"] == 6
-    with sqlite3.connect(path) as conn:
+    with untriggered(path) as conn:
         conn.execute("DELETE FROM releases WHERE id = 3")
     assert main(["ledger", "verify", "--ledger", path]) == 2
     err = capsys.readouterr().err

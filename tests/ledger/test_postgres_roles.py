@@ -1,7 +1,7 @@
-"""PostgreSQL: the service's role may INSERT and SELECT release records but
-never UPDATE or DELETE them (privileges revoked, and triggers that refuse
-even the owner), while the whole release protocol keeps working (issue 19,
-item 1)."""
+"""PostgreSQL: the service's role may INSERT and SELECT release records and
+their outcomes but never UPDATE or DELETE them (no such privilege at all, and
+triggers that refuse even the owner), while the whole release protocol keeps
+working (issue 19, item 1)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,11 @@ def test_the_service_role_charges_and_anchors(ledgers, tmp_path):
     "UPDATE releases SET chain = chain",
     "UPDATE datasets SET budget_epsilon = 100",
     "UPDATE meta SET value = value",
+    "UPDATE releases SET analyst = NULL",
+    "UPDATE datasets SET recorded = recorded + 1, budget_epsilon = 100",
+    "DELETE FROM outcomes",
+    "TRUNCATE outcomes",
+    "UPDATE outcomes SET status = 'failed', result = NULL",
 ])
 def test_the_service_role_cannot_edit_or_delete(ledgers, sql):
     import psycopg
@@ -72,7 +77,6 @@ def test_the_service_role_cannot_edit_or_delete(ledgers, sql):
 
 
 @pytest.mark.parametrize("sql", [
-    "UPDATE releases SET status = 'failed', result = NULL",     # a finished release
     "UPDATE datasets SET recorded = 0, head = digest",          # rolled back
 ])
 def test_permitted_columns_still_cannot_rewrite_history(ledgers, sql):
@@ -83,9 +87,10 @@ def test_permitted_columns_still_cannot_rewrite_history(ledgers, sql):
         _run(service, sql)
 
 
-@pytest.mark.parametrize("sql", ["DELETE FROM releases", "TRUNCATE releases",
-                                 "DELETE FROM datasets", "UPDATE releases SET result = '2'",
-                                 "DELETE FROM meta"])
+@pytest.mark.parametrize("sql", ["DELETE FROM releases", "TRUNCATE releases, outcomes",
+                                 "DELETE FROM datasets", "UPDATE outcomes SET result = '2'",
+                                 "DELETE FROM outcomes", "UPDATE releases SET time = time",
+                                 "TRUNCATE outcomes", "DELETE FROM meta"])
 def test_the_triggers_bind_the_owner_too(ledgers, sql):
     import psycopg
     owner, _ = ledgers

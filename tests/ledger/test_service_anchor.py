@@ -37,7 +37,8 @@ def _release(client, tokens, label):
 
 
 def _delete_newest(path: str, keep: int) -> None:
-    with sqlite3.connect(path) as conn:
+    from tests.ledger._edits import untriggered
+    with untriggered(path) as conn:
         conn.execute("DELETE FROM releases WHERE dataset = 'views' AND id NOT IN (SELECT id "
                      "FROM releases WHERE dataset = 'views' ORDER BY id LIMIT ?)", (keep,))
         conn.execute("UPDATE datasets SET recorded = ?, head = (SELECT chain FROM releases "
@@ -86,8 +87,9 @@ def test_a_server_does_not_recreate_a_deleted_dataset_or_ledger(running):
 
     client, tokens, config = running
     assert _release(client, tokens, 1).status_code == 200
-    with sqlite3.connect(config.ledger) as conn:
-        conn.execute("PRAGMA foreign_keys = OFF")
+    from tests.ledger._edits import untriggered
+    with untriggered(config.ledger) as conn:
+        conn.execute("DELETE FROM outcomes")
         conn.execute("DELETE FROM releases WHERE dataset = 'views'")
         conn.execute("DELETE FROM datasets WHERE name = 'views'")
     with pytest.raises(LedgerIntegrityError, match="'views' is missing"):

@@ -255,6 +255,12 @@ class AnchoredLedger:
                     raise LedgerIntegrityError(
                         f"ledger {self.path} is damaged or was edited: {total} release "
                         f"record(s) but its datasets' chains hold {counted}")
+                orphans = conn.execute(f"SELECT count(*) FROM outcomes{hint} WHERE release_id "
+                                       f"NOT IN (SELECT id FROM releases)").fetchone()[0]
+                if orphans:
+                    raise LedgerIntegrityError(
+                        f"ledger {self.path} is damaged or was edited: {orphans} outcome(s) "
+                        f"of releases that are not recorded")
                 heads = {name: (state.count, state.chain) for name, state in states.items()}
                 ahead = {}
                 if self._anchor is not None:

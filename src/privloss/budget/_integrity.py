@@ -91,8 +91,9 @@ class Verified:
         return len(self.events)
 
 
-_RELEASE_COLUMNS = ("id, dataset, query_key, events, guarantee, plan_item, owner, analyst, "
-                    "spent_epsilon, bound, time, status, result, chain, seal")
+_RELEASE_COLUMNS = ("r.id, r.dataset, r.query_key, r.events, r.guarantee, r.plan_item, "
+                    "r.owner, r.analyst, r.spent_epsilon, r.bound, r.time, "
+                    "coalesce(o.status, 'pending'), o.result, r.chain, o.seal")
 
 
 def verify(conn, path: str, name: str, state: Verified | None = None, *,
@@ -123,8 +124,9 @@ def verify(conn, path: str, name: str, state: Verified | None = None, *,
     prefix_end = state.last_id if state.count else None
     previous, count, last_id = state.chain, state.count, state.last_id
     events, guarantees, plan_items, analysts = [], [], [], []
-    for record in conn.execute(f"SELECT {_RELEASE_COLUMNS} FROM releases{hint} "
-                               f"WHERE dataset = ? AND id >= ? ORDER BY id",
+    for record in conn.execute(f"SELECT {_RELEASE_COLUMNS} FROM releases AS r{hint} "
+                               f"LEFT JOIN outcomes AS o{hint} ON o.release_id = r.id "
+                               f"WHERE r.dataset = ? AND r.id >= ? ORDER BY r.id",
                                (name, state.last_id)):
         release_id, *charged, status, result, chain, seal = record
         if prefix_end is not None:

@@ -23,7 +23,7 @@ from ._audit import AnchoredLedger
 from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, LedgerPlanError,
                       UnknownDatasetError)
 from ._integrity import Verified, check_seal, dataset_digest, verify
-from ._migrate import upgrade_version_1
+from ._migrate import upgrade_version_1, upgrade_version_2
 from ._postgres import PostgresStore, is_postgres_url
 from ._protocol import ReleaseProtocol
 from ._running import DatasetTables, tables_for
@@ -97,13 +97,16 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
             if state == "empty":
                 self._refuse_recreation(witness)
                 self._file.create_schema(conn)
-            elif state == "version-1":
+            elif state in ("version-1", "version-2"):
                 if not writable:
-                    raise LedgerError(f"ledger {self.path} has schema version 1 and must be "
+                    raise LedgerError(f"ledger {self.path} has schema {state} and must be "
                                       f"upgraded once by a process that can write it")
                 with self._file.transaction(conn, write=True):
-                    if self._file.schema_state(conn) == "version-1":
+                    state = self._file.schema_state(conn)
+                    if state == "version-1":
                         upgrade_version_1(conn, os.stat(self.path))
+                    elif state == "version-2":
+                        upgrade_version_2(conn, postgres=is_postgres_url(self.path))
             self._file.check_identity(conn)
             with self._file.transaction(conn, write=False):
                 for (name,) in conn.execute("SELECT name FROM datasets").fetchall():
@@ -353,9 +356,9 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                 dataset = self._dataset(conn, name)
                 self._verify(conn, name)
                 count, failed = conn.execute(
-                    "SELECT count(*), coalesce(sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0) "
-                    "FROM releases "
-                    "WHERE dataset = ?", (name,)).fetchone()
+                    "SELECT count(*), count(CASE WHEN o.status = 'failed' THEN 1 END) "
+                    "FROM releases r LEFT JOIN outcomes o ON o.release_id = r.id "
+                    "WHERE r.dataset = ?", (name,)).fetchone()
                 spent = self._spending(conn, dataset, with_delta=True)
                 items, used = self._plan_state(conn, dataset)
                 mine = None
@@ -407,9 +410,11 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
             with self._snapshot(conn):
                 self._dataset(conn, name)
                 self._verify(conn, name)
-                rows = conn.execute("SELECT id, query_key, events, status, result, plan_item, "
-                                    "spent_epsilon, bound, time, analyst FROM releases "
-                                    "WHERE dataset = ? ORDER BY id", (name,)).fetchall()
+                rows = conn.execute("SELECT r.id, r.query_key, r.events, "
+                                    "coalesce(o.status, 'pending'), o.result, r.plan_item, "
+                                    "r.spent_epsilon, r.bound, r.time, r.analyst FROM releases r "
+                                    "LEFT JOIN outcomes o ON o.release_id = r.id "
+                                    "WHERE r.dataset = ? ORDER BY r.id", (name,)).fetchall()
         if analyst is not None:
             rows = [row for row in rows if row[9] == analyst]
         return [{"id": row[0], "query_key": row[1], "query": json.loads(row[1]),
@@ -440,9 +445,10 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
         return None if stored is None else self._receipt(stored, cached=True, decode=_identity)
 
     def _stored(self, conn, name: str, key: str):
-        row = conn.execute("SELECT id, result, spent_epsilon, bound, time, plan_item, chain, "
-                           "seal FROM releases WHERE dataset = ? AND query_key = ? AND "
-                           "status = 'done' ORDER BY id LIMIT 1", (name, key)).fetchone()
+        row = conn.execute("SELECT r.id, o.result, r.spent_epsilon, r.bound, r.time, "
+                           "r.plan_item, r.chain, o.seal FROM releases r JOIN outcomes o ON "
+                           "o.release_id = r.id WHERE r.dataset = ? AND r.query_key = ? AND "
+                           "o.status = 'done' ORDER BY r.id LIMIT 1", (name, key)).fetchone()
         if row is None:
             return None
         check_seal(self.path, name, row[0], row[6], "done", row[1], row[7])

@@ -3,7 +3,7 @@
 Definition
 ----------
 ``Ledger("postgresql://user@host/db")`` keeps the same tables as the SQLite
-file (schema 2, :data:`._store.SCHEMA` with PostgreSQL types) in the schema
+file (schema 3, :data:`._store.SCHEMA` with PostgreSQL types) in the schema
 ``privloss`` of that database, and runs the same release protocol. Where
 SQLite has one writer at a time, every writing transaction here first takes
 one transaction-level advisory lock (``pg_advisory_xact_lock``), so charging
@@ -20,9 +20,11 @@ computation starts, and the hash chain (:mod:`._integrity`) is verified on open
 and inside every charging transaction. The file checks of :mod:`._store`
 (hard links, inode) have no meaning here; the database's own access control
 decides who can write the tables, and triggers (:data:`APPEND_ONLY_SQL`,
-installed with the schema) refuse every UPDATE but finishing a pending
-release or advancing a dataset by one, and every DELETE and TRUNCATE, whoever
-asks; :func:`service_role_sql` grants a service role no more than that.
+installed with the schema) refuse every UPDATE or DELETE of a release record
+or of its outcome (records are insert-only: a release's outcome is a row of
+its own in ``outcomes``), every change to a dataset but advancing it by one
+release, and every TRUNCATE, whoever asks; :func:`service_role_sql` grants a
+service role INSERT and SELECT on release records and nothing more.
 
 Citation
 --------
@@ -60,35 +62,29 @@ def is_postgres_url(text: str) -> bool:
 
 def _postgres_schema() -> tuple[str, ...]:
     """The SQLite schema with PostgreSQL types (one definition for both)."""
+    return postgres_statements(SCHEMA)
+
+
+def postgres_statements(schema) -> tuple[str, ...]:
+    """Statements of :data:`._store.SCHEMA` with PostgreSQL types."""
     statements = []
-    for statement in SCHEMA:
+    for statement in schema:
         statement = (statement.replace("INTEGER PRIMARY KEY AUTOINCREMENT", "BIGSERIAL PRIMARY KEY")
                      .replace("INTEGER", "BIGINT").replace("REAL", "DOUBLE PRECISION"))
         statements.append(statement)
     return tuple(statements)
 
 
-#: triggers that keep the ledger append-only, whoever writes (installed with the
+#: triggers that keep the ledger insert-only, whoever writes (installed with the
 #: schema; run again by :func:`service_role_sql` for a ledger created before them):
-#: a release may only be *finished* (pending -> done or failed, once); a dataset's
-#: head and count may only advance by one release; nothing is deleted or truncated
+#: release records and their outcomes are never updated or deleted; a dataset's head
+#: and count may only advance by one release; nothing is deleted or truncated
 APPEND_ONLY_SQL = (
     """CREATE OR REPLACE FUNCTION privloss.refuse_release_change() RETURNS trigger
     LANGUAGE plpgsql AS $$
     BEGIN
-        IF TG_OP <> 'UPDATE' THEN
-            RAISE EXCEPTION 'privloss ledger: releases are append-only (% refused)', TG_OP;
-        END IF;
-        IF OLD.status <> 'pending' OR NEW.status NOT IN ('done', 'failed')
-           OR (NEW.id, NEW.dataset, NEW.query_key, NEW.events, NEW.guarantee, NEW.plan_item,
-               NEW.owner, NEW.analyst, NEW.spent_epsilon, NEW.bound, NEW.time, NEW.chain)
-              IS DISTINCT FROM
-              (OLD.id, OLD.dataset, OLD.query_key, OLD.events, OLD.guarantee, OLD.plan_item,
-               OLD.owner, OLD.analyst, OLD.spent_epsilon, OLD.bound, OLD.time, OLD.chain) THEN
-            RAISE EXCEPTION 'privloss ledger: release % cannot be changed (only a pending '
-                            'release is finished, once)', OLD.id;
-        END IF;
-        RETURN NEW;
+        RAISE EXCEPTION 'privloss ledger: release records and outcomes are insert-only '
+                        '(% refused)', TG_OP;
     END $$""",
     """CREATE OR REPLACE FUNCTION privloss.refuse_dataset_change() RETURNS trigger
     LANGUAGE plpgsql AS $$
@@ -111,33 +107,27 @@ APPEND_ONLY_SQL = (
     BEGIN
         RAISE EXCEPTION 'privloss ledger: its meta records are never changed (% refused)', TG_OP;
     END $$""",
-    "DROP TRIGGER IF EXISTS releases_append_only ON privloss.releases",
-    "CREATE TRIGGER releases_append_only BEFORE UPDATE OR DELETE ON privloss.releases "
-    "FOR EACH ROW EXECUTE FUNCTION privloss.refuse_release_change()",
-    "DROP TRIGGER IF EXISTS releases_no_truncate ON privloss.releases",
-    "CREATE TRIGGER releases_no_truncate BEFORE TRUNCATE ON privloss.releases "
-    "FOR EACH STATEMENT EXECUTE FUNCTION privloss.refuse_release_change()",
-    "DROP TRIGGER IF EXISTS datasets_append_only ON privloss.datasets",
-    "CREATE TRIGGER datasets_append_only BEFORE UPDATE OR DELETE ON privloss.datasets "
-    "FOR EACH ROW EXECUTE FUNCTION privloss.refuse_dataset_change()",
-    "DROP TRIGGER IF EXISTS datasets_no_truncate ON privloss.datasets",
-    "CREATE TRIGGER datasets_no_truncate BEFORE TRUNCATE ON privloss.datasets "
-    "FOR EACH STATEMENT EXECUTE FUNCTION privloss.refuse_dataset_change()",
-    "DROP TRIGGER IF EXISTS meta_append_only ON privloss.meta",
-    "CREATE TRIGGER meta_append_only BEFORE UPDATE OR DELETE ON privloss.meta "
-    "FOR EACH ROW EXECUTE FUNCTION privloss.refuse_meta_change()",
-    "DROP TRIGGER IF EXISTS meta_no_truncate ON privloss.meta",
-    "CREATE TRIGGER meta_no_truncate BEFORE TRUNCATE ON privloss.meta "
-    "FOR EACH STATEMENT EXECUTE FUNCTION privloss.refuse_meta_change()",
+    *(statement
+      for table, function in (("releases", "refuse_release_change"),
+                              ("outcomes", "refuse_release_change"),
+                              ("datasets", "refuse_dataset_change"),
+                              ("meta", "refuse_meta_change"))
+      for statement in (
+          f"DROP TRIGGER IF EXISTS {table}_append_only ON privloss.{table}",
+          f"CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON privloss.{table} "
+          f"FOR EACH ROW EXECUTE FUNCTION privloss.{function}()",
+          f"DROP TRIGGER IF EXISTS {table}_no_truncate ON privloss.{table}",
+          f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON privloss.{table} "
+          f"FOR EACH STATEMENT EXECUTE FUNCTION privloss.{function}()")),
 )
 
 
 def service_role_sql(role: str) -> str:
     """The SQL a database owner runs once so that ``role`` (the service's login)
     may use the ledger but never edit or delete what it recorded: SELECT and
-    INSERT on every table, UPDATE of a release's status, result and seal only
-    (finishing it) and of a dataset's head and count only (charging), no
-    DELETE or TRUNCATE, plus the append-only triggers (which also bind the owner)."""
+    INSERT on every table (release records and their outcomes: insert-only),
+    UPDATE of a dataset's head and count only (charging), no other UPDATE, no
+    DELETE or TRUNCATE, plus the triggers that refuse them (binding the owner too)."""
     if not isinstance(role, str) or not role or len(role) > 63 or \
             not all(char.isalnum() or char == "_" for char in role) or role[0].isdigit():
         raise ValueError(f"role must be a PostgreSQL role name (letters, digits, _; at most "
@@ -146,10 +136,9 @@ def service_role_sql(role: str) -> str:
     grants = (
         f"REVOKE ALL ON ALL TABLES IN SCHEMA privloss FROM {quoted}",
         f"GRANT USAGE ON SCHEMA privloss TO {quoted}",
-        f"GRANT SELECT, INSERT ON privloss.meta, privloss.datasets, privloss.releases "
-        f"TO {quoted}",
+        f"GRANT SELECT, INSERT ON privloss.meta, privloss.datasets, privloss.releases, "
+        f"privloss.outcomes TO {quoted}",
         f"GRANT UPDATE (head, recorded) ON privloss.datasets TO {quoted}",
-        f"GRANT UPDATE (status, result, seal) ON privloss.releases TO {quoted}",
         f"GRANT USAGE ON SEQUENCE privloss.releases_id_seq TO {quoted}",
     )
     return ";\n".join((*APPEND_ONLY_SQL, *grants)) + ";\n"
@@ -295,10 +284,12 @@ class PostgresStore:
         if rows.get("application") != _APPLICATION:
             raise LedgerError(f"{self.path}: schema {POSTGRES_SCHEMA!r} holds a table 'meta' "
                               f"that is not a privloss ledger's")
+        if rows.get("schema_version") == "2":
+            return "version-2"
         if rows.get("schema_version") != str(SCHEMA_VERSION):
             raise LedgerError(f"ledger {self.path} has schema version "
                               f"{rows.get('schema_version')}; this privloss reads "
-                              f"{SCHEMA_VERSION}")
+                              f"2 and {SCHEMA_VERSION}")
         return "ready"
 
     def create_schema(self, conn) -> None:

@@ -190,8 +190,8 @@ class ReleaseProtocol:
         chain = release_chain(head, release_id, name, key, events_text, guarantee, plan_item,
                               owner, analyst, spent.epsilon, spent.bound, time)
         conn.execute("INSERT INTO releases (id, dataset, query_key, events, guarantee, plan_item, "
-                     "status, owner, analyst, result, spent_epsilon, bound, time, chain, seal) "
-                     "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, NULL, ?, ?, ?, ?, NULL)",
+                     "owner, analyst, spent_epsilon, bound, time, chain) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                      (release_id, name, key, events_text, guarantee, plan_item, owner, analyst,
                       spent.epsilon, spent.bound, time, chain))
         updated = conn.execute("UPDATE datasets SET head = ?, recorded = recorded + 1 "
@@ -206,8 +206,9 @@ class ReleaseProtocol:
     def _pending_owner(conn, name: str, key: str, me: str) -> str | None:
         """Owner of a live pending identical release (None: none to wait for);
         ``me``: the asking thread's owner string."""
-        for (owner,) in conn.execute("SELECT owner FROM releases WHERE dataset = ? AND "
-                                     "query_key = ? AND status = 'pending'", (name, key)):
+        for (owner,) in conn.execute("SELECT r.owner FROM releases r LEFT JOIN outcomes o ON "
+                                     "o.release_id = r.id WHERE r.dataset = ? AND "
+                                     "r.query_key = ? AND o.release_id IS NULL", (name, key)):
             if not _abandoned(owner, me):
                 return owner
         return None
@@ -215,13 +216,15 @@ class ReleaseProtocol:
     def _finish(self, release_id: int, chain: str, status: str,
                 result_text: str | None) -> None:
         """Store the outcome of a pending release (``chain``: its chain value,
-        as charged); a release no longer pending is left as it is."""
+        as charged) as a row of its own (release records are never updated); a
+        release no longer pending is left as it is."""
         seal = release_seal(chain, status, result_text)
 
         def finish(conn):
-            conn.execute("UPDATE releases SET status = ?, result = ?, seal = ? "
-                         "WHERE id = ? AND status = 'pending' AND chain = ?",
-                         (status, result_text, seal, release_id, chain))
+            conn.execute("INSERT INTO outcomes (release_id, status, result, seal) "
+                         "SELECT id, ?, ?, ? FROM releases WHERE id = ? AND chain = ? AND "
+                         "NOT EXISTS (SELECT 1 FROM outcomes WHERE release_id = ?)",
+                         (status, result_text, seal, release_id, chain, release_id))
             self._stage("finishing")
 
         group_for(self._file.path).run(self, finish)

@@ -54,8 +54,9 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "LedgerFile", "file_id_of"]
 
 #: ``PRAGMA application_id`` of a privloss ledger ("PLLG")
 APPLICATION_ID = 0x504C4C47
-#: ``PRAGMA user_version`` of the schema below (1: before plans and filters)
-SCHEMA_VERSION = 2
+#: ``PRAGMA user_version`` of the schema below (1: before plans and filters; 2: a
+#: release's outcome stored by updating its row; 3: outcomes in their own insert-only table)
+SCHEMA_VERSION = 3
 
 SCHEMA = (
     """CREATE TABLE meta (
@@ -83,17 +84,46 @@ SCHEMA = (
         events TEXT NOT NULL,
         guarantee TEXT NOT NULL,
         plan_item INTEGER,
-        status TEXT NOT NULL CHECK (status IN ('pending', 'done', 'failed')),
         owner TEXT,
         analyst TEXT,
-        result TEXT,
         spent_epsilon REAL NOT NULL,
         bound TEXT NOT NULL,
         time TEXT NOT NULL,
-        chain TEXT NOT NULL,
-        seal TEXT,
+        chain TEXT NOT NULL)""",
+    # a release without an outcome is pending; at most one outcome per release
+    """CREATE TABLE outcomes (
+        release_id INTEGER PRIMARY KEY NOT NULL REFERENCES releases(id),
+        status TEXT NOT NULL CHECK (status IN ('done', 'failed')),
+        result TEXT,
+        seal TEXT NOT NULL,
         CHECK ((status = 'done') = (result IS NOT NULL)))""",
-    "CREATE INDEX releases_by_key ON releases (dataset, query_key, status)",
+    "CREATE INDEX releases_by_key ON releases (dataset, query_key)",
+    "CREATE INDEX releases_by_dataset ON releases (dataset, id)",
+)
+
+#: SQLite's triggers keeping the ledger insert-only (PostgreSQL: ``_postgres.APPEND_ONLY_SQL``):
+#: release records and outcomes are never updated or deleted, a dataset's row only
+#: advances by one release (head and count), meta rows never change. They stop
+#: mistakes and the service's own code; whoever can write the file can drop them,
+#: which the hash chain and the witness detect.
+SQLITE_TRIGGERS = (
+    *(f"""CREATE TRIGGER {table}_no_{operation.lower()} BEFORE {operation} ON {table}
+        BEGIN SELECT RAISE(ABORT, 'privloss ledger: {what} ({operation} refused)'); END"""
+      for table, what in (("releases", "release records are insert-only"),
+                          ("outcomes", "release outcomes are insert-only"),
+                          ("meta", "its meta records are never changed"))
+      for operation in ("UPDATE", "DELETE")),
+    """CREATE TRIGGER datasets_no_delete BEFORE DELETE ON datasets
+        BEGIN SELECT RAISE(ABORT, 'privloss ledger: budgets are never deleted (DELETE refused)');
+        END""",
+    """CREATE TRIGGER datasets_advance_only BEFORE UPDATE ON datasets
+        WHEN NEW.recorded IS NOT OLD.recorded + 1
+          OR NEW.name IS NOT OLD.name OR NEW.budget_epsilon IS NOT OLD.budget_epsilon
+          OR NEW.budget_delta IS NOT OLD.budget_delta OR NEW.interaction IS NOT OLD.interaction
+          OR NEW.policy IS NOT OLD.policy OR NEW.plan IS NOT OLD.plan OR NEW.note IS NOT OLD.note
+          OR NEW.created IS NOT OLD.created OR NEW.digest IS NOT OLD.digest
+        BEGIN SELECT RAISE(ABORT, 'privloss ledger: a dataset may only advance by one release');
+        END""",
 )
 
 
@@ -113,6 +143,10 @@ def explicit_transaction(conn, begin):
             conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+#: what a damaged file raises from the driver (a damaged schema text may not even decode)
+_DAMAGE = (sqlite3.Error, UnicodeDecodeError)
 
 
 def file_id_of(status: os.stat_result) -> str:
@@ -189,7 +223,7 @@ class LedgerFile:
             conn = self._open(uri)
         try:
             yield conn
-        except sqlite3.Error as error:
+        except _DAMAGE as error:
             conn.close()          # its state after a database error is unknown: not reused
             raise self.translate(error) from error
         except BaseException:
@@ -209,7 +243,7 @@ class LedgerFile:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.Error as error:
+        except _DAMAGE as error:
             conn.close()
             raise self.translate(error) from error
         return conn
@@ -263,6 +297,10 @@ class LedgerFile:
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
 
     def translate(self, error: sqlite3.Error) -> LedgerError:
+        if isinstance(error, UnicodeDecodeError):
+            # SQLite's message quoted a damaged schema text that is not UTF-8
+            return LedgerError(f"{self.path} is not a privloss ledger (corrupt: its schema "
+                               f"text is not UTF-8)")
         message = str(error)
         if "locked" in message or "busy" in message:
             return LedgerError(f"ledger {self.path} is busy: another process held its lock "
@@ -276,7 +314,7 @@ class LedgerFile:
 
     # ---- schema ----------------------------------------------------------------------
     def schema_state(self, conn) -> str:
-        """"empty", "ready" (this schema) or "version-1" (to upgrade)."""
+        """"empty", "ready" (this schema), "version-1" or "version-2" (to upgrade)."""
         application_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
@@ -284,11 +322,11 @@ class LedgerFile:
             return "empty"
         if application_id != APPLICATION_ID:
             raise LedgerError(f"{self.path} is an SQLite database but not a privloss ledger")
-        if version == 1:
-            return "version-1"
+        if version in (1, 2):
+            return f"version-{version}"
         if version != SCHEMA_VERSION:
             raise LedgerError(f"ledger {self.path} has schema version {version}; this privloss "
-                              f"reads versions 1 and {SCHEMA_VERSION}")
+                              f"reads versions 1 to {SCHEMA_VERSION}")
         return "ready"
 
     def create_schema(self, conn) -> None:
@@ -301,7 +339,7 @@ class LedgerFile:
         with self.transaction(conn, write=True):
             if self.schema_state(conn) != "empty":      # another process may have won
                 return
-            for statement in SCHEMA:
+            for statement in SCHEMA + SQLITE_TRIGGERS:
                 conn.execute(statement)
             conn.execute("INSERT INTO meta (key, value) VALUES ('file_id', ?)",
                          (file_id_of(os.stat(self.path)),))
