@@ -143,18 +143,38 @@ class PrivacyOdometer:
     def _advance(self) -> None:
         """Move to the lowest level that admits the history: levels below the current
         one refused a prefix and refuse every extension (the rules only grow)."""
+        self._level = self._lowest_level(self._guarantees, self._level)
+
+    def _lowest_level(self, guarantees, level: int) -> int:
+        """The lowest level from ``level`` up whose filter admits ``guarantees`` (a
+        sequence or a filter table); MAX_LEVEL + 1 if none does."""
         if self._delta == 0:
-            return
-        while self._level <= MAX_LEVEL:
-            status = check(self.policy(self._level), self._guarantees)
+            return level
+        while level <= MAX_LEVEL:
+            status = check(self.policy(level), guarantees)
             if status.admitted:
-                return
+                return level
             if status.rule == "delta-cap" or not math.isfinite(status.spent_epsilon):
                 # the releases' deltas exceed this level's cap, and the caps only shrink
                 # up the grid; or no rule certifies any epsilon: no level admits
-                self._level = MAX_LEVEL + 1
-                return
-            self._level += 1
+                return MAX_LEVEL + 1
+            level += 1
+        return level
+
+    def reading_of(self, table, level: int = 0) -> tuple[float, int | None]:
+        """The reading of this odometer's grid for a whole history given at once
+        (a :class:`privloss.accounting.fully_adaptive.filters.Table` of its release
+        guarantees, e.g. a ledger's running one) and the lowest level that admits it
+        (None when none does, or delta = 0), searching the grid from ``level``
+        (a level known to refuse a prefix of the history, or 0). The same reading
+        as :meth:`spend` after each of those releases in turn."""
+        if table.size == 0:
+            return 0.0, None
+        basic = math.inf if table.positive("delta") else table.total("epsilon")
+        level = self._lowest_level(table, level)
+        if self._delta == 0 or level > MAX_LEVEL:
+            return basic, None
+        return min(basic, self.level_epsilon(level)), level
 
     def spend(self, release) -> float:
         """Record one release and return the new running epsilon (never refuses).

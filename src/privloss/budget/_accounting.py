@@ -5,6 +5,11 @@
   :class:`~privloss.accounting.fully_adaptive.FilterPolicy` (fixed when the
   dataset was created) decides with filter-valid rules only
   (:func:`privloss.accounting.fully_adaptive.check`).
+* ``fully-adaptive`` without a fixed budget (a *privacy odometer*: the stored
+  policy is ``{"odometer": {"delta", "epsilon_min", "ratio"}}``): nothing is
+  refused, and the spent epsilon is the reading of
+  :class:`privloss.accounting.PrivacyOdometer` over the history, valid at every
+  time at once under fully adaptive choice (docs/accounting.md, "Privacy odometer").
 * ``adaptive`` / ``setwise``: every recorded event composes under the model's
   tightest valid bound at the budget's delta
   (:func:`privloss.accounting.epsilon_of_profile`); the preregistered plan is
@@ -23,7 +28,8 @@ from dataclasses import dataclass
 
 from privloss.accounting.errors import exactness_note, fits_budget
 
-__all__ = ["Dataset", "Spending", "spending_of", "within_budget"]
+__all__ = ["Dataset", "Spending", "spending_of", "within_budget", "odometer_policy",
+           "is_odometer"]
 
 
 @dataclass(frozen=True)
@@ -63,18 +69,53 @@ def within_budget(epsilon: float, budget_epsilon: float) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _policy(text: str):
-    """A stored filter policy, parsed once per process (immutable)."""
+    """A stored filter policy (or a privacy odometer), parsed once per process."""
+    data = json.loads(text)
+    if isinstance(data, dict) and "odometer" in data:
+        from privloss.accounting.odometer import PrivacyOdometer
+        grid = data["odometer"]
+        return PrivacyOdometer(grid["delta"], epsilon_min=grid["epsilon_min"],
+                               ratio=grid["ratio"])
     from privloss.accounting.fully_adaptive import FilterPolicy
-    return FilterPolicy.from_dict(json.loads(text))
+    return FilterPolicy.from_dict(data)
 
 
-def _fully_adaptive(dataset: Dataset, guarantees) -> Spending:
-    """``guarantees``: a sequence, or a filter table (the ledger's running one)."""
+def odometer_policy(delta: float) -> str:
+    """The stored policy of a dataset without a fixed budget: the odometer's grid."""
+    from privloss.accounting.odometer import PrivacyOdometer
+    odometer = PrivacyOdometer(delta)
+    return json.dumps({"odometer": {"delta": odometer.delta,
+                                    "epsilon_min": odometer.level_epsilon(0),
+                                    "ratio": odometer.level_epsilon(1) / odometer.level_epsilon(0)}},
+                      allow_nan=False)
+
+
+def is_odometer(dataset: Dataset) -> bool:
+    """Whether the dataset keeps no fixed budget (its history is read by an odometer)."""
+    from privloss.accounting.odometer import PrivacyOdometer
+    return dataset.policy is not None and isinstance(_policy(dataset.policy), PrivacyOdometer)
+
+
+def _fully_adaptive(dataset: Dataset, guarantees, hint=None) -> Spending:
+    """``guarantees``: a sequence, or a filter table (the ledger's running one);
+    ``hint``: an object whose ``odometer_level`` is a grid level known to refuse a
+    prefix of the history (updated when ``guarantees`` is ``hint.table``)."""
     size = guarantees.size if hasattr(guarantees, "size") else len(guarantees)
     if not size:                # nothing spent yet: no rule's delta is in use either
         return Spending(0.0, 0.0, True, "empty", "")
     from privloss.accounting.fully_adaptive import check
-    status = check(_policy(dataset.policy), guarantees)
+    from privloss.accounting.fully_adaptive.filters import Table
+    from privloss.accounting.odometer import PrivacyOdometer
+    policy = _policy(dataset.policy)
+    if isinstance(policy, PrivacyOdometer):
+        table = guarantees if isinstance(guarantees, Table) else Table(guarantees)
+        start = 0 if hint is None else hint.odometer_level
+        epsilon, level = policy.reading_of(table, start)
+        if hint is not None and level is not None and table is hint.table:
+            hint.odometer_level = max(hint.odometer_level, level)
+        bound = "odometer" if level is None else f"odometer level {level}"
+        return Spending(epsilon, policy.delta, True, bound, "")
+    status = check(policy, guarantees)
     return Spending(status.spent_epsilon, status.spent_delta, bool(status.admitted),
                     status.rule, status.message)
 
@@ -102,9 +143,9 @@ def _planned(dataset: Dataset, events: list, with_delta: bool) -> Spending:
 
 
 def spending_of(dataset: Dataset, events: list, guarantees: list, *,
-                with_delta: bool = False) -> Spending:
+                with_delta: bool = False, hint=None) -> Spending:
     """The spending of a history (``events``: all recorded events in order;
-    ``guarantees``: one stored guarantee per recorded release)."""
+    ``guarantees``: one stored guarantee per recorded release, or their table)."""
     if dataset.interaction == "fully-adaptive":
-        return _fully_adaptive(dataset, guarantees)
+        return _fully_adaptive(dataset, guarantees, hint)
     return _planned(dataset, events, with_delta)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import math
 import os
 import threading
 
@@ -18,7 +19,7 @@ from . import _plan
 from ._common import (DEFAULT_TIMEOUT, LEDGER_INTERACTIONS, MAX_NAME_LENGTH, Receipt,
                       _check_analyst, _check_events, _check_interaction, _guarantee_of_json,
                       _guarantee_text, _identity, _now, check_dataset_name)
-from ._accounting import Dataset, Spending, spending_of
+from ._accounting import Dataset, Spending, is_odometer, odometer_policy, spending_of
 from ._audit import AnchoredLedger
 from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, LedgerPlanError,
                       UnknownDatasetError)
@@ -236,10 +237,11 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
     def _spending(self, conn, dataset: Dataset, extra_events=(), extra_guarantee=None, *,
                   with_delta: bool = False) -> Spending:
         if dataset.interaction == "fully-adaptive":
-            table = self._tables_of(conn, dataset.name).table
+            tables = self._tables_of(conn, dataset.name)
+            table = tables.table
             if extra_guarantee is not None:
                 table = table.plus(_guarantee_of_json(extra_guarantee))
-            return spending_of(dataset, [], table)
+            return spending_of(dataset, [], table, hint=tables)
         events = self._recorded_events(conn, dataset.name) + list(extra_events)
         return spending_of(dataset, events, [], with_delta=with_delta)
 
@@ -284,11 +286,17 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
         return items, used
 
     # ---- datasets ----------------------------------------------------------------
-    def create_dataset(self, name: str, *, epsilon: float, delta: float = 0.0,
+    def create_dataset(self, name: str, *, epsilon: float | None, delta: float = 0.0,
                        interaction: Interaction | str = Interaction.FULLY_ADAPTIVE,
                        plan=None) -> dict:
         """Add a dataset with a total budget (epsilon > 0, 0 <= delta < 1) and an
         interaction model; returns :meth:`show`.
+
+        ``epsilon=None``: no fixed budget (fully-adaptive only): nothing is
+        refused, and the spent epsilon is a privacy odometer's running reading at
+        ``delta`` (:class:`privloss.accounting.PrivacyOdometer`: valid at every
+        time at once, with mechanisms, parameters and the number of releases chosen
+        from earlier outputs); ``show`` reports it as ``odometer``.
 
         ``fully-adaptive`` (default): parameters may be chosen from earlier
         outputs; filter-valid rules only, with a policy fixed now. ``adaptive``
@@ -298,11 +306,17 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
         a budget is never reset or replaced.
         """
         name = check_dataset_name(name)
-        epsilon = check_positive("epsilon", epsilon)
+        odometer = epsilon is None
+        epsilon = math.inf if odometer else check_positive("epsilon", epsilon)
         delta = check_probability("delta", delta, closed_upper=False)
         interaction = _check_interaction(interaction)
         policy_text = plan_text = None
-        if interaction == "fully-adaptive":
+        if odometer:
+            if interaction != "fully-adaptive" or plan is not None:
+                raise LedgerPlanError("a dataset without a fixed budget (epsilon=None, a "
+                                      "privacy odometer) is fully-adaptive and takes no plan")
+            policy_text = odometer_policy(delta)
+        elif interaction == "fully-adaptive":
             if plan is not None:
                 raise LedgerPlanError("a fully-adaptive budget takes no plan (a plan is for "
                                       "'adaptive' or 'setwise')")
@@ -343,7 +357,10 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
         computations that raised), ``interaction``, ``bound`` (rule or bound that
         decides), ``admitted`` (the history fits), ``note`` (e.g. an upgrade
         note, else None), ``plan`` (None, or one dict per planned release with
-        ``item``, ``match``, ``events``, ``used``), ``created``.
+        ``item``, ``match``, ``events``, ``used``), ``odometer`` (None, or for a
+        dataset without a fixed budget ``epsilon``, ``delta`` and ``bound``: the
+        running odometer reading, valid under fully adaptive choice, also
+        ``spent_epsilon``; the budget epsilon is then inf), ``created``.
 
         With ``analyst``: also ``analyst`` and ``mine``, that analyst's
         releases, spent and remaining (against ``analyst_budget`` when given,
@@ -374,6 +391,8 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                             "remaining_epsilon": max(0.0, view.budget_epsilon - own.epsilon),
                             "remaining_delta": max(0.0, view.budget_delta - own.delta),
                             "bound": own.bound}
+        odometer = {"epsilon": spent.epsilon, "delta": dataset.budget_delta,
+                    "bound": spent.bound} if is_odometer(dataset) else None
         plan = None if dataset.plan is None else [
             {"item": index + 1, "match": item.match,
              "events": [repr(event) for event in item.events], "used": index in used}
@@ -393,6 +412,7 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
             "admitted": spent.admitted,
             "note": dataset.note,
             "plan": plan,
+            "odometer": odometer,
             "created": dataset.created,
             **({} if mine is None else {"mine": mine}),
         }

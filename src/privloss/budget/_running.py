@@ -171,8 +171,10 @@ class DatasetTables:
     analyst (immutable; :func:`tables_for` makes the next one)."""
 
     def __init__(self, items: list, count: int, chain: str, table: RunningTable,
-                 analysts: dict, analyst_items: dict):
+                 analysts: dict, analyst_items: dict, odometer_level: int = 0):
         self.items, self.count, self.chain = items, count, chain
+        #: a privacy odometer's grid level known to refuse a prefix (a search start)
+        self.odometer_level = odometer_level
         self.table = table
         self.analysts = analysts                # analyst -> RunningTable
         self._analyst_items = analyst_items     # analyst -> shared list
@@ -204,7 +206,8 @@ def tables_for(cached: DatasetTables | None, items: list, analysts: list, count:
                     base = RunningTable(shared)
                 shared.append(items[index])
                 tables[who] = base.advanced(shared, len(shared))
-            return DatasetTables(items, count, chain, table, tables, lists)
+            return DatasetTables(items, count, chain, table, tables, lists,
+                                 cached.odometer_level)
     lists: dict = {}
     for index in range(count):
         if analysts[index] is not None:

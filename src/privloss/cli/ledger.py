@@ -1,7 +1,7 @@
 """``privloss ledger``: create, show and list the releases of a durable
 privacy-budget ledger (:mod:`privloss.budget`).
 
-    privloss ledger create  --ledger PATH --dataset NAME --epsilon E [--delta D]
+    privloss ledger create  --ledger PATH --dataset NAME (--epsilon E | --odometer) [--delta D]
                             [--interaction fully-adaptive | adaptive --plan FILE
                              | setwise --plan FILE]
                             [--witness PATH] [--key-file PATH] [--no-witness]
@@ -120,7 +120,11 @@ def register(subparsers) -> None:
     add_ledger_flags(create, required=True)
     create.add_argument("--budget-epsilon", dest="epsilon", default=None, metavar="E",
                         type=lambda text: positive(text, "budget-epsilon"),
-                        help="total epsilon budget, > 0 (required)")
+                        help="total epsilon budget, > 0 (required unless --odometer)")
+    create.add_argument("--odometer", action="store_true",
+                        help="no fixed budget: nothing is refused and `ledger show` reports "
+                             "a privacy odometer's running epsilon at --budget-delta, valid "
+                             "under fully adaptive choice")
     create.add_argument("--budget-delta", dest="delta", default=None, metavar="D",
                         type=lambda text: delta_value(text, "budget-delta"),
                         help="total delta budget in [0, 1) (default 0: then releases with a "
@@ -195,6 +199,14 @@ def _print_summary(summary: dict) -> None:
     print(f"dataset {summary['dataset']} ({summary['interaction']}, created {summary['created']})")
     if summary.get("note"):
         print(f"  note: {summary['note']}")
+    odometer = summary.get("odometer")
+    if odometer is not None:
+        print(f"  budget     no fixed budget: a privacy odometer at delta = "
+              f"{odometer['delta']:g}")
+        print(f"  spent      epsilon = {_format(odometer['epsilon'])} (odometer, valid at "
+              f"every time under fully adaptive choice; {odometer['bound']}; "
+              f"{summary['releases']} release{'' if summary['releases'] == 1 else 's'})")
+        return
     print(f"  budget     epsilon = {_format(summary['budget_epsilon'])}, "
           f"delta = {summary['budget_delta']:g}")
     failed = summary.get("failed", 0)
@@ -218,8 +230,11 @@ def _print_summary(summary: dict) -> None:
 
 
 def run_create(args) -> int:
-    if args.epsilon is None:
-        raise CommandError("--budget-epsilon is required: the dataset's total epsilon budget")
+    if args.odometer and args.epsilon is not None:
+        raise CommandError("--odometer keeps no fixed budget: give it without --budget-epsilon")
+    if args.epsilon is None and not args.odometer:
+        raise CommandError("--budget-epsilon is required: the dataset's total epsilon budget "
+                           "(or --odometer: no fixed budget, a running odometer reading)")
     plan = None
     if args.interaction == "fully-adaptive" and args.plan is not None:
         raise CommandError("--plan goes with --interaction adaptive or setwise; a "
@@ -250,7 +265,7 @@ def run_create(args) -> int:
             raise
         summary = ledger.create_dataset(args.dataset, epsilon=args.epsilon, delta=delta,
                                         interaction=args.interaction, plan=plan)
-    if args.delta is None:
+    if args.delta is None and not args.odometer:
         warn("privloss: warning: no --delta budget (--budget-delta): the budget's delta is 0, "
              "so releases with a "
              "delta (unknown-domain top-k and histograms, Gaussian noise) will be refused")
