@@ -168,22 +168,26 @@ def chain_maximum(tab, epsilon_g: float, cand, evaluate) -> float:
     if np.isnan(upper).any() or np.isnan(forward).any() or np.isnan(backward).any():
         return 0.0                      # numeric trouble: the safe answer delta = 1
     known = dict(zip(anchors.tolist(), upper.tolist()))
+    # one linear scale for all rounds: the best initial anchor (later anchors are at
+    # most slightly larger; all terms are far below e^700 relative to it)
+    reference = float(upper.max())
+    if not math.isfinite(reference):
+        reference = float(max(forward.max(), backward.max(), -700.0))
+    up_steps = np.exp(np.minimum(forward - reference, 700.0))
+    down_steps = np.exp(np.minimum(backward - reference, 700.0))
+    cum_up = np.concatenate(([0.0], np.cumsum(up_steps)))       # cum_up[c] = sum_{m < c}
+    cum_down = np.concatenate(([0.0], np.cumsum(down_steps)))
+    slack_up = (size + 4) * _UNIT * cum_up[-1]                   # absolute error of a difference
+    slack_down = (size + 4) * _UNIT * cum_down[-1]
+    # Candidates certified in an earlier round keep that round's chained bound (any
+    # chained bound is a valid upper bound); only the range that is still too high
+    # is recomputed, and `retired` is the largest bound left behind.
+    low, high, retired = 0, size - 1, 0.0
     best = -math.inf
     for _ in range(_MAX_ROUNDS):
         anchors = np.array(sorted(known), dtype=np.int64)
-        values = np.array([known[a] for a in anchors.tolist()])
-        reference = float(values.max())
-        if not math.isfinite(reference):
-            reference = float(max(forward.max(), backward.max(), -700.0))
-        # linear scale relative to the best anchor (all terms are far below e^700)
-        up_steps = np.exp(np.minimum(forward - reference, 700.0))
-        down_steps = np.exp(np.minimum(backward - reference, 700.0))
-        cum_up = np.concatenate(([0.0], np.cumsum(up_steps)))       # cum_up[c] = sum_{m < c}
-        cum_down = np.concatenate(([0.0], np.cumsum(down_steps)))
-        slack_up = (size + 4) * _UNIT * cum_up[-1]                   # absolute error of a difference
-        slack_down = (size + 4) * _UNIT * cum_down[-1]
-        anchor_values = np.exp(values - reference)
-        index = np.arange(size)
+        anchor_values = np.exp(np.array([known[a] for a in anchors.tolist()]) - reference)
+        index = np.arange(low, high + 1)
         gap = np.searchsorted(anchors, index, side="right") - 1      # anchor at or before
         gap = np.clip(gap, 0, anchors.size - 1)
         left = anchors[gap]
@@ -198,11 +202,18 @@ def chain_maximum(tab, epsilon_g: float, cand, evaluate) -> float:
                              _round_up(anchor_values[right_gap] + (cum_down[right] - cum_down[index]),
                                        size) + slack_down, np.inf)
         bound = np.minimum(via_left, via_right)
-        bound[anchors] = anchor_values
-        best = reference + math.log(float(bound.max()))
-        too_high = bound > float(anchor_values.max()) * (1.0 + CHAIN_TOLERANCE)
+        inside = (anchors >= low) & (anchors <= high)
+        bound[anchors[inside] - low] = anchor_values[inside]
+        top_anchor = float(anchor_values.max())
+        best = reference + math.log(max(float(bound.max()), retired, top_anchor))
+        too_high = bound > top_anchor * (1.0 + CHAIN_TOLERANCE)
         if not too_high.any():
             return best
+        positions = np.nonzero(too_high)[0]
+        new_low, new_high = int(positions[0]), int(positions[-1])
+        outside = np.concatenate((bound[:new_low], bound[new_high + 1:]))
+        if outside.size:
+            retired = max(retired, float(outside.max()))
         # new anchors in every gap that is still too high: where the chained bound is
         # highest, and the middle of the gap (so that every gap at least halves)
         gaps_high = gap[too_high]
@@ -221,4 +232,5 @@ def chain_maximum(tab, epsilon_g: float, cand, evaluate) -> float:
         if np.isnan(upper).any():
             return 0.0
         known.update(zip(new.tolist(), upper.tolist()))
+        low, high = low + new_low, low + new_high
     return best

@@ -40,6 +40,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from privloss.bounds._optimal_br_chain import chain_maximum
+from privloss.bounds._optimal_br_search import argmax_search, bracket_root
 from privloss.bounds._optimal_br_tables import (_ERROR_FACTOR, _UNIT, _Tables, _log_geometric_tail,
                                                _log_minus_upper, _make_tables)
 from privloss.bounds._numeric import (EPSILON_TOLERANCE, check_count, check_nonnegative,
@@ -53,13 +54,19 @@ _WINDOW_DROP = 40.0
 #: Below this per-mechanism epsilon the BR parameter t ~ eps / k approaches the
 #: subnormal range; the valid pure-DP bound 1 - e^{eps_g - k eps} is used instead.
 _TINY_EPSILON = 1e-250
-#: Window elements evaluated per numpy batch (bounds the memory to ~100 MB).
-_BATCH_ELEMENTS = 1 << 20
+#: Window elements per numpy batch: small enough to stay in cache (large temporaries
+#: cost page faults: ~3x slower per element at 1 << 20).
+_BATCH_ELEMENTS = 1 << 15
 #: With more candidates than this the anchor chain is used (_optimal_br_chain).
 _CHAIN_MIN_CANDIDATES = 64
 #: Relative margin (in log) between a computed delta and the target when inverting;
 #: larger than the 1e-12 rounding applied by the public delta functions.
 _ACCEPT_MARGIN = 4e-12
+#: Extra margin of the steered search: the certified profile at its end point lies
+#: within ~1e-13 (relative) of the steered value, so it passes the acceptance test.
+_STEER_MARGIN = 1e-12
+#: Half-width (in candidates) of the steered search around the previous argmax.
+_STEER_RADIUS = 256
 
 
 # --------------------------------------------------------------------------
@@ -112,12 +119,15 @@ class _Candidates:
     eta_x: np.ndarray     # absolute error bound of the exponent X per term
 
 
-def _candidates(tab: _Tables, epsilon_g: float) -> _Candidates:
+def _candidates(tab: _Tables, epsilon_g: float, within: tuple[int, int] | None = None) -> _Candidates:
+    """The interior candidates (those with truncation index l in ``within``, if given)."""
     d, n, eps = tab.num_dp, tab.num_br, tab.epsilon
     # 0 < t*_l < eps  <=>  d - 1 - eps_g/eps < l < n + d - eps_g/eps; scan with a margin
     # and keep the exact float test below.
     low = max(0, math.floor(d - 1 - epsilon_g / eps) - 1)
     high = min(n + 2 * d, math.ceil(n + d - epsilon_g / eps) + 1)
+    if within is not None:
+        low, high = max(low, within[0]), min(high, within[1])
     ell = np.arange(low, max(high, low) + 1, dtype=np.int64)
     t = (epsilon_g + (ell + 1.0 - d) * eps) / (n + 1.0)
     keep = (t > 0) & (t < eps)
@@ -182,17 +192,22 @@ def _log_peak_mass_factor(n: int, top: np.ndarray) -> np.ndarray:
 
 def _candidate_bounds(tab: _Tables, epsilon_g: float, cand: _Candidates,
                       peak: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log upper, log lower) bounds of H_l(t_l) for the selected candidates."""
-    n, eps = tab.num_br, tab.epsilon
+    """(log upper, log lower) bounds of H_l(t_l) for the selected candidates.
+
+    One row per candidate, one column per window position (a 2-D array: no
+    per-element owner gathers); positions beyond [0, top] are masked to weight 0.
+    """
+    n, d, eps = tab.num_br, tab.num_dp, tab.epsilon
     ell, t, log_q, log_1mq = cand.ell[sel], cand.t[sel], cand.log_q[sel], cand.log_1mq[sel]
     top, centre = cand.top[sel], peak[sel]
     half = _window_half_width(n, eps)
     first = np.maximum(centre - half, 0)
     last = np.minimum(centre + half, top)
     lengths = last - first + 1
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    owner = np.repeat(np.arange(ell.size), lengths)
-    i = first[owner] + (np.arange(owner.size) - starts[owner])
+    width = int(lengths.max())
+    i = first[:, None] + np.arange(width)[None, :]
+    outside = i > last[:, None]
+    i = np.minimum(i, last[:, None])            # masked below; keeps the gathers in range
     # float summation of up to `lengths` positive terms: relative error <= lengths * u
     eta_s = cand.eta_s[sel] + (lengths + 8.0) * _UNIT
     eta_x = cand.eta_x[sel]
@@ -201,17 +216,21 @@ def _candidate_bounds(tab: _Tables, epsilon_g: float, cand: _Candidates,
     # With errors ds <= eta_s, dX <= eta_x it is off by at most
     # e^{s} ((1 - e^{-X}) eta_s + e^{-X} eta_x) to first order (and a computed X <= 0
     # has a true term <= e^{s} eta_x), so the sum is off by eta_s S + eta_x sum e^{s-X}.
-    o_ell = ell[owner]
-    jj = np.minimum((o_ell - i) // 2, tab.num_dp)
-    la = tab.log_ca[jj]
-    s = tab.log_binom_br[i] + (n - i) * log_q[owner] + i * log_1mq[owner] + la
-    x = n * t[owner] - i * eps - epsilon_g + la - tab.log_cb[jj]
-    peak_s = np.maximum.reduceat(s, starts)
-    weight = np.exp(s - np.repeat(peak_s, lengths))
-    positive = np.where(x > 0, -np.expm1(-np.maximum(x, 0.0)), 0.0)
-    with np.errstate(divide="ignore"):
-        log_sum = peak_s + np.log(np.add.reduceat(weight * positive, starts))
-        log_boundary = peak_s + np.log(np.add.reduceat(weight * np.exp(-x), starts))
+    s = tab.log_binom_br[i] + (n - i) * log_q[:, None] + i * log_1mq[:, None]
+    x = (n * t - epsilon_g)[:, None] - i * eps
+    if d > 0:
+        jj = np.minimum((ell[:, None] - i) // 2, d)
+        la = tab.log_ca[jj]
+        s += la
+        x += la - tab.log_cb[jj]
+    s[outside] = -np.inf
+    peak_s = s.max(axis=1)
+    s -= peak_s[:, None]
+    weight = np.exp(s)
+    positive = -np.expm1(-np.maximum(x, 0.0))
+    with np.errstate(divide="ignore", over="ignore"):
+        log_sum = peak_s + np.log(np.einsum("ij,ij->i", weight, positive))
+        log_boundary = peak_s + np.log(np.exp(s - x).sum(axis=1))
         log_err = np.logaddexp(np.log(eta_s) + log_sum, np.log(eta_x) + log_boundary)
     eta = np.maximum(eta_s, eta_x)
 
@@ -344,15 +363,62 @@ def _max_loss_up(num_dp: int, num_br: int, epsilon: float) -> float:
     return value
 
 
+def _steered_log_profile(tab: _Tables, epsilon_g: float, state: dict) -> float:
+    """log of the largest certified window-sum upper bound among the candidates that
+    :func:`argmax_search` visits (and the DP-only part): the profile near its
+    maximum, for steering the inversion only (the maximum itself is certified by
+    :func:`_log_profile`). ``state`` carries the argmax's t between calls; the next
+    search looks within ``_STEER_RADIUS`` candidates of the same t first and over
+    all candidates when the best one lies on that range's edge."""
+    if _at_or_beyond_max_loss(tab.num_dp, tab.num_br, tab.epsilon, epsilon_g):
+        return -math.inf
+    dp_upper, _ = _log_dp_profile(tab, epsilon_g)
+
+    def search(cand: _Candidates) -> tuple[int, float]:
+        return argmax_search(lambda index: _selection_bounds(tab, epsilon_g, cand, index)[0],
+                             cand.ell.size)
+
+    cand, found = None, None
+    if "t" in state:
+        # t_l = (eps_g + (l + 1 - d) eps) / (n + 1) solved for l
+        centre = round(((tab.num_br + 1.0) * state["t"] - epsilon_g) / tab.epsilon
+                       - 1.0 + tab.num_dp)
+        low, high = centre - _STEER_RADIUS, centre + _STEER_RADIUS
+        cand = _candidates(tab, epsilon_g, (low, high))
+        if cand.ell.size:
+            found = search(cand)
+            if ((found[0] == 0 and cand.ell[0] == low)
+                    or (found[0] == cand.ell.size - 1 and cand.ell[-1] == high)):
+                found = None            # on the edge of the range: search everything
+    if found is None:
+        cand = _candidates(tab, epsilon_g)
+        if cand.ell.size == 0:
+            return dp_upper
+        found = search(cand)
+    state["t"] = float(cand.t[found[0]])
+    return max(dp_upper, found[1])
+
+
+def _uses_chain(tab: _Tables) -> bool:
+    """Whether a profile evaluation needs the anchor chain (else it is cheap)."""
+    return tab.num_br > 0 and tab.num_br + tab.num_dp > _CHAIN_MIN_CANDIDATES
+
+
 def _invert(tab: _Tables, target_delta: float) -> float:
     """Smallest epsilon_g (to EPSILON_TOLERANCE) whose profile is <= target_delta.
 
-    Illinois (modified regula falsi) on log delta, with bisection safeguards; the
-    bracket [lo, hi] always has delta(lo) > target >= delta(hi) by evaluation, and
-    hi is returned, so the public delta at the result never exceeds the target.
+    Illinois (modified regula falsi) on log delta (:func:`bracket_root`); the
+    returned upper end of the bracket is always confirmed by the certified profile
+    :func:`_log_profile`, so the public delta at the result never exceeds the target.
+    With many candidates the search is first steered by the cheap
+    :func:`_steered_log_profile` (with a slightly larger margin, so that the
+    certified value, within ~1e-13 of the steered one, passes) and only its end
+    point is certified; if that fails, the certified search runs from scratch.
     """
     k_epsilon = _max_loss_up(tab.num_dp, tab.num_br, tab.epsilon)
     log_target = math.log(target_delta)
+    mean, variance = _mean_and_variance(tab.num_dp, tab.num_br, tab.epsilon)
+    guess = mean + math.sqrt(2.0 * math.log(1.0 / target_delta) * variance)
 
     def excess(epsilon_g: float) -> float:
         """log delta - log target (+ margin); accepted iff <= 0."""
@@ -361,49 +427,19 @@ def _invert(tab: _Tables, target_delta: float) -> float:
             return math.inf
         return log_delta + _ACCEPT_MARGIN - log_target
 
-    f_lo = excess(0.0)
-    if f_lo <= 0:
-        return 0.0
-    lo, hi, f_hi = 0.0, k_epsilon, -math.inf
-    mean, variance = _mean_and_variance(tab.num_dp, tab.num_br, tab.epsilon)
-    guess = mean + math.sqrt(2.0 * math.log(1.0 / target_delta) * variance)
-    if 0.0 < guess < k_epsilon:
-        f_guess = excess(guess)
-        if f_guess <= 0:
-            hi, f_hi = guess, f_guess
-        else:
-            lo, f_lo = guess, f_guess
-    side = 0
-    width_before = hi - lo
-    steps_since_check = 0
-    for _ in range(400):
-        width = hi - lo
-        tolerance = EPSILON_TOLERANCE * max(1.0, hi)
-        if width <= tolerance:
-            break
-        if steps_since_check >= 3:
-            bisect = width > 0.5 * width_before
-            width_before, steps_since_check = width, 0
-        else:
-            bisect = False
-        if bisect or not (math.isfinite(f_lo) and math.isfinite(f_hi)) or f_lo == f_hi:
-            x = 0.5 * (lo + hi)
-        else:
-            x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
-            x = min(max(x, lo + 0.5 * tolerance), hi - 0.5 * tolerance)
-        steps_since_check += 1
-        f_x = excess(x)
-        if f_x <= 0:
-            hi, f_hi = x, f_x
-            if side == -1:
-                f_lo *= 0.5
-            side = -1
-        else:
-            lo, f_lo = x, f_x
-            if side == 1 and math.isfinite(f_hi):
-                f_hi *= 0.5
-            side = 1
-    return hi
+    if _uses_chain(tab):
+        state: dict = {}
+
+        def steered(epsilon_g: float) -> float:
+            log_delta = _steered_log_profile(tab, epsilon_g, state)
+            if math.isnan(log_delta):
+                return math.inf
+            return log_delta + _ACCEPT_MARGIN + _STEER_MARGIN - log_target
+
+        _, high = bracket_root(steered, k_epsilon, guess, EPSILON_TOLERANCE)
+        if high >= k_epsilon or excess(high) <= 0:
+            return high
+    return bracket_root(excess, k_epsilon, guess, EPSILON_TOLERANCE)[1]
 
 
 # --------------------------------------------------------------------------
