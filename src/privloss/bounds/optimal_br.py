@@ -28,7 +28,11 @@ Numerics (why it is fast and never optimistic):
   candidates within ~1e-3 of the maximum, ~1000 at k = 1e5) bound all the
   others (:mod:`privloss.bounds._optimal_br_chain`): O(k log k) work plus the
   anchors' window sums instead of one window sum per candidate.
-"""
+* Inversion: about six evaluations steered by a few candidates' certified window
+  sums (Newton on log delta with the argmax's slope,
+  :mod:`privloss.bounds._optimal_br_search`); only the end point is certified
+  over all candidates (the chain), and the certified search runs when it fails.
+
 
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from privloss.bounds._optimal_br_chain import chain_maximum
-from privloss.bounds._optimal_br_search import argmax_search, bracket_root
+from privloss.bounds._optimal_br_search import argmax_search, bracket_root, newton_bracket
 from privloss.bounds._optimal_br_tables import (_ERROR_FACTOR, _UNIT, _Tables, _log_geometric_tail,
                                                _log_minus_upper, _make_tables)
 from privloss.bounds._numeric import (EPSILON_TOLERANCE, check_count, check_nonnegative,
@@ -191,8 +195,9 @@ def _log_peak_mass_factor(n: int, top: np.ndarray) -> np.ndarray:
 
 
 def _candidate_bounds(tab: _Tables, epsilon_g: float, cand: _Candidates,
-                      peak: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log upper, log lower) bounds of H_l(t_l) for the selected candidates.
+                      peak: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(log upper, log lower) bounds of H_l(t_l) for the selected candidates, and
+    log(-d log H_l / d eps_g) (uncertified, a slope for steering the inversion).
 
     One row per candidate, one column per window position (a 2-D array: no
     per-element owner gathers); positions beyond [0, top] are masked to weight 0.
@@ -206,8 +211,10 @@ def _candidate_bounds(tab: _Tables, epsilon_g: float, cand: _Candidates,
     lengths = last - first + 1
     width = int(lengths.max())
     i = first[:, None] + np.arange(width)[None, :]
-    outside = i > last[:, None]
-    i = np.minimum(i, last[:, None])            # masked below; keeps the gathers in range
+    clipped = bool((lengths < width).any())
+    if clipped:
+        outside = i > last[:, None]
+        i = np.minimum(i, last[:, None])        # masked below; keeps the gathers in range
     # float summation of up to `lengths` positive terms: relative error <= lengths * u
     eta_s = cand.eta_s[sel] + (lengths + 8.0) * _UNIT
     eta_x = cand.eta_x[sel]
@@ -216,14 +223,19 @@ def _candidate_bounds(tab: _Tables, epsilon_g: float, cand: _Candidates,
     # With errors ds <= eta_s, dX <= eta_x it is off by at most
     # e^{s} ((1 - e^{-X}) eta_s + e^{-X} eta_x) to first order (and a computed X <= 0
     # has a true term <= e^{s} eta_x), so the sum is off by eta_s S + eta_x sum e^{s-X}.
-    s = tab.log_binom_br[i] + (n - i) * log_q[:, None] + i * log_1mq[:, None]
-    x = (n * t - epsilon_g)[:, None] - i * eps
+    fi = i.astype(float)
+    s = tab.log_binom_br[i]
+    s += (n - fi) * log_q[:, None]
+    s += fi * log_1mq[:, None]
+    x = (n * t - epsilon_g)[:, None] - fi * eps
     if d > 0:
-        jj = np.minimum((ell[:, None] - i) // 2, d)
+        jj = np.minimum((ell[:, None] - i) >> 1, d)       # floor((l - i) / 2)
         la = tab.log_ca[jj]
         s += la
-        x += la - tab.log_cb[jj]
-    s[outside] = -np.inf
+        la -= tab.log_cb[jj]
+        x += la
+    if clipped:
+        s[outside] = -np.inf
     peak_s = s.max(axis=1)
     s -= peak_s[:, None]
     weight = np.exp(s)
@@ -253,7 +265,9 @@ def _candidate_bounds(tab: _Tables, epsilon_g: float, cand: _Candidates,
         lower = np.where(log_err < log_sum,
                          log_sum + np.log1p(-np.exp(np.minimum(log_err - log_sum, 0.0))),
                          -np.inf)
-    return upper, lower
+        # -d log H / d eps_g (approximately: all window terms), for steering only
+        log_rate = log_boundary - log_sum
+    return upper, lower, log_rate
 
 
 def _subset(cand: _Candidates, index: np.ndarray) -> _Candidates:
@@ -262,19 +276,17 @@ def _subset(cand: _Candidates, index: np.ndarray) -> _Candidates:
 
 
 def _selection_bounds(tab: _Tables, epsilon_g: float, cand: _Candidates,
-                      index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log upper, log lower) window-sum bounds of the candidates ``index``, in batches."""
+                      index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(log upper, log lower, log rate) of the candidates ``index`` (see
+    :func:`_candidate_bounds`), in batches."""
     sub = _subset(cand, index)
     peak = _envelope_peak(tab, sub)
     window = 2 * _window_half_width(tab.num_br, tab.epsilon) + 1
     per_batch = max(8, _BATCH_ELEMENTS // window)
-    uppers, lowers = [], []
-    for start in range(0, index.size, per_batch):
-        sel = np.arange(start, min(start + per_batch, index.size))
-        upper, lower = _candidate_bounds(tab, epsilon_g, sub, peak, sel)
-        uppers.append(upper)
-        lowers.append(lower)
-    return np.concatenate(uppers), np.concatenate(lowers)
+    parts = [_candidate_bounds(tab, epsilon_g, sub, peak,
+                               np.arange(start, min(start + per_batch, index.size)))
+             for start in range(0, index.size, per_batch)]
+    return tuple(np.concatenate(column) for column in zip(*parts))
 
 
 def _log_br_candidates(tab: _Tables, epsilon_g: float, best_lower: float) -> float:
@@ -285,7 +297,7 @@ def _log_br_candidates(tab: _Tables, epsilon_g: float, best_lower: float) -> flo
     if cand.ell.size > _CHAIN_MIN_CANDIDATES and bool(np.all(np.diff(cand.ell) == 1)):
         # anchors and one-layer chains instead of every candidate
         return chain_maximum(tab, epsilon_g, cand,
-                             lambda index: _selection_bounds(tab, epsilon_g, cand, index))
+                             lambda index: _selection_bounds(tab, epsilon_g, cand, index)[:2])
     peak = _envelope_peak(tab, cand)
     f_peak = _envelope(tab, cand.ell, cand.log_q, cand.log_1mq, peak)
     # H_l <= sum_i e^{F(i)}: a cheap bound used to skip hopeless candidates
@@ -300,7 +312,7 @@ def _log_br_candidates(tab: _Tables, epsilon_g: float, best_lower: float) -> flo
         if prune_bound[order[position]] < best_lower:
             break        # sorted: no remaining candidate can reach the maximum
         sel = order[position:position + batch]
-        upper, lower = _candidate_bounds(tab, epsilon_g, cand, peak, sel)
+        upper, lower, _ = _candidate_bounds(tab, epsilon_g, cand, peak, sel)
         if np.isnan(upper).any():
             return 0.0       # numeric trouble: the safe answer delta = 1
         best_upper = max(best_upper, float(upper.max()))
@@ -363,27 +375,38 @@ def _max_loss_up(num_dp: int, num_br: int, epsilon: float) -> float:
     return value
 
 
-def _steered_log_profile(tab: _Tables, epsilon_g: float, state: dict) -> float:
-    """log of the largest certified window-sum upper bound among the candidates that
+def _steered_log_profile(tab: _Tables, epsilon_g: float, state: dict) -> tuple[float, float]:
+    """(log value, log rate): the value is the largest certified window-sum upper bound among the candidates that
     :func:`argmax_search` visits (and the DP-only part): the profile near its
     maximum, for steering the inversion only (the maximum itself is certified by
     :func:`_log_profile`). ``state`` carries the argmax's t between calls; the next
-    search looks within ``_STEER_RADIUS`` candidates of the same t first and over
-    all candidates when the best one lies on that range's edge."""
+    search looks near the same t first (within at most ``_STEER_RADIUS`` candidates)
+    and over all candidates when the best one lies on that range's edge. The rate
+    is -d log(value) / d eps_g at the best candidate (its derivative by Danskin's
+    theorem; NaN where the DP-only part is larger)."""
     if _at_or_beyond_max_loss(tab.num_dp, tab.num_br, tab.epsilon, epsilon_g):
-        return -math.inf
+        return -math.inf, math.nan
     dp_upper, _ = _log_dp_profile(tab, epsilon_g)
+    rates: dict[int, float] = {}
 
     def search(cand: _Candidates) -> tuple[int, float]:
-        return argmax_search(lambda index: _selection_bounds(tab, epsilon_g, cand, index)[0],
-                             cand.ell.size)
+        rates.clear()
+
+        def values(index):
+            upper, _, log_rate = _selection_bounds(tab, epsilon_g, cand, index)
+            rates.update(zip(index.tolist(), log_rate.tolist()))
+            return upper
+
+        return argmax_search(values, cand.ell.size)
 
     cand, found = None, None
     if "t" in state:
         # t_l = (eps_g + (l + 1 - d) eps) / (n + 1) solved for l
         centre = round(((tab.num_br + 1.0) * state["t"] - epsilon_g) / tab.epsilon
                        - 1.0 + tab.num_dp)
-        low, high = centre - _STEER_RADIUS, centre + _STEER_RADIUS
+        # the argmax moves by about |change of eps_g| / eps candidates
+        radius = min(_STEER_RADIUS, 16 + math.ceil(4.0 * abs(epsilon_g - state["at"]) / tab.epsilon))
+        low, high = centre - radius, centre + radius
         cand = _candidates(tab, epsilon_g, (low, high))
         if cand.ell.size:
             found = search(cand)
@@ -393,10 +416,12 @@ def _steered_log_profile(tab: _Tables, epsilon_g: float, state: dict) -> float:
     if found is None:
         cand = _candidates(tab, epsilon_g)
         if cand.ell.size == 0:
-            return dp_upper
+            return dp_upper, math.nan
         found = search(cand)
-    state["t"] = float(cand.t[found[0]])
-    return max(dp_upper, found[1])
+    state["t"], state["at"] = float(cand.t[found[0]]), epsilon_g
+    if dp_upper >= found[1]:
+        return dp_upper, math.nan
+    return found[1], rates[found[0]]
 
 
 def _uses_chain(tab: _Tables) -> bool:
@@ -430,13 +455,16 @@ def _invert(tab: _Tables, target_delta: float) -> float:
     if _uses_chain(tab):
         state: dict = {}
 
-        def steered(epsilon_g: float) -> float:
-            log_delta = _steered_log_profile(tab, epsilon_g, state)
+        def steered(epsilon_g: float) -> tuple[float, float]:
+            log_delta, log_rate = _steered_log_profile(tab, epsilon_g, state)
             if math.isnan(log_delta):
-                return math.inf
-            return log_delta + _ACCEPT_MARGIN + _STEER_MARGIN - log_target
+                return math.inf, math.nan
+            return log_delta + _ACCEPT_MARGIN + _STEER_MARGIN - log_target, -math.exp(log_rate)
 
-        _, high = bracket_root(steered, k_epsilon, guess, EPSILON_TOLERANCE)
+        found = newton_bracket(steered, k_epsilon, guess, EPSILON_TOLERANCE)
+        if found is None:       # no convergence: the bracketing search on the same values
+            found = bracket_root(lambda x: steered(x)[0], k_epsilon, guess, EPSILON_TOLERANCE)
+        high = found[1]
         if high >= k_epsilon or excess(high) <= 0:
             return high
     return bracket_root(excess, k_epsilon, guess, EPSILON_TOLERANCE)[1]
@@ -526,9 +554,9 @@ def theorem2_epsilon(k: int, epsilon: float, target_delta: float) -> float:
         :func:`theorem2_delta` (so ``theorem2_delta(k, epsilon, result) <= target_delta``).
         ``target_delta`` = 0 gives k * epsilon (rounded up), ``target_delta`` >= 1 gives 0.
     Runtime:
-        About 10 profile evaluations (Illinois regula falsi on log delta, bisection
-        safeguard): ~0.06 s at k = 1e3, ~0.16 s at k = 1e4, ~1.4 s at k = 1e5 (CPU;
-        every candidate was evaluated before: 1.4 s and 56 s).
+        About six steered evaluations (a few candidates each) and one certified
+        profile evaluation: ~0.25 s at k = 1e5 (CPU, benchmarks/accounting.py;
+        3.2 s with ten certified evaluations, 56 s evaluating every candidate).
     """
     k = check_count("k", k)
     eps = check_nonnegative("epsilon", epsilon)
@@ -589,9 +617,9 @@ def theorem3_epsilon(num_dp: int, num_br: int, epsilon: float, target_delta: flo
         <= target_delta`` by evaluation. ``target_delta`` = 0 gives
         (num_dp + num_br) * epsilon (rounded up), ``target_delta`` >= 1 gives 0.
     Runtime:
-        About 10 profile evaluations: ~0.2 s at k = 1e4, ~1.7 s at k = 1e5
-        (num_dp = num_br, CPU; every candidate was evaluated before: 1.5 s and
-        49 s).
+        About six steered evaluations and one certified profile evaluation:
+        ~0.3 s at k = 1e5 (num_dp = num_br, CPU, benchmarks/accounting.py; 2.8 s
+        with ten certified evaluations, 49 s evaluating every candidate).
     """
     d, n = _validated_counts(num_dp, num_br)
     eps = check_nonnegative("epsilon", epsilon)
