@@ -49,6 +49,10 @@ _INITIAL_ANCHORS = 9
 _MAX_ROUNDS = 200
 #: Gaps longer than this are also bisected (short gaps only get the argmax anchor).
 _BISECT_GAPS = 32
+#: Layer maxima found exactly on every this many candidates, the others near them.
+_SAMPLE_EVERY = 64
+#: Half-width of the narrowed search around an interpolated layer maximum.
+_NEAR = 8
 
 
 def _log_expm1(x: np.ndarray) -> np.ndarray:
@@ -56,6 +60,30 @@ def _log_expm1(x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         return np.where(x > 30.0, x + np.log1p(-np.exp(-np.minimum(x, 700.0))),
                         np.log(np.expm1(np.minimum(x, 30.0))))
+
+
+def _log_step(tab, layer, log_q, log_1mq, j):
+    """f(j + 1) - f(j) for the layer terms of :func:`_log_layer_mass`, from the pmf
+    ratios (no table lookups): the DP law gains log((d - j) / (j + 1)) - eps, the BR
+    count i = layer - 2j loses two steps."""
+    d, n = tab.num_dp, tab.num_br
+    jf, i = j.astype(float), (layer - 2 * j).astype(float)
+    return (np.log((d - jf) * i * (i - 1.0)) - np.log((jf + 1.0) * (n - i + 1.0) * (n - i + 2.0))
+            - tab.epsilon + 2.0 * (log_q - log_1mq))
+
+
+def _first_descent(tab, layer, log_q, log_1mq, lo, hi):
+    """Elementwise first j in [lo, hi] with f(j + 1) - f(j) < 0 (hi if none), by bisection."""
+    lo, hi = lo.copy(), hi.copy()
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo
+        mid = (lo + hi) // 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            down = _log_step(tab, layer, log_q, log_1mq, np.where(active, mid, lo)) < 0
+        hi = np.where(active & down, mid, hi)
+        lo = np.where(active & ~down, mid + 1, lo)
 
 
 def _log_layer_mass(tab, layer: np.ndarray, log_q: np.ndarray, log_1mq: np.ndarray,
@@ -69,7 +97,8 @@ def _log_layer_mass(tab, layer: np.ndarray, log_q: np.ndarray, log_1mq: np.ndarr
     of them), so the sum is at most max f (3 + sqrt(2 pi / kappa)): O(log d) work
     per layer instead of a window sum, and within ~10% when the laws are near 1/2
     (a looser link only makes the anchors denser, never the bound invalid).
-    The maximum is found by bisection on the sign of f(j+1) - f(j); rounding can
+    The maximum is found by bisection on the sign of f(j+1) - f(j) (computed from
+    the pmf ratios, so no table lookups); rounding can
     misplace it by at most one step (the differences fall by >= kappa per step), so
     the largest of f at the found index and its two neighbours is the maximum.
     """
@@ -88,15 +117,26 @@ def _log_layer_mass(tab, layer: np.ndarray, log_q: np.ndarray, log_1mq: np.ndarr
         i = np.clip(layer - 2 * j, 0, n)
         return tab.log_a[np.clip(j, 0, d)] + tab.log_binom_br[i] + (n - i) * log_q + i * log_1mq
 
-    lo, hi = low.copy(), np.maximum(high, low)
-    while True:
-        active = lo < hi
-        if not active.any():
-            break
-        mid = (lo + hi) // 2
-        down = log_term(mid + 1) - log_term(mid) < 0
-        hi = np.where(active & down, mid, hi)
-        lo = np.where(active & ~down, mid + 1, lo)
+    top = np.maximum(high, low)
+    if layer.size > 4 * _SAMPLE_EVERY:
+        # consecutive candidates have nearby maxima: bisect exactly on every
+        # _SAMPLE_EVERY-th one, then search the others near the interpolated position,
+        # keeping a narrowed range only where the signs at its ends confirm that it
+        # holds the first descent (else the whole range)
+        sample = np.unique(np.append(np.arange(0, layer.size, _SAMPLE_EVERY), layer.size - 1))
+        found = _first_descent(tab, layer[sample], log_q[sample], log_1mq[sample],
+                               low[sample], top[sample])
+        guess = np.rint(np.interp(np.arange(layer.size), sample, found)).astype(np.int64)
+        lo = np.clip(guess - _NEAR, low, top)
+        hi = np.clip(guess + _NEAR, low, top)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rises_into = (lo == low) | (_log_step(tab, layer, log_q, log_1mq, np.maximum(lo - 1, low)) >= 0)
+            falls_out = (hi == top) | (_log_step(tab, layer, log_q, log_1mq, np.minimum(hi, top)) < 0)
+        confirmed = rises_into & falls_out
+        lo, hi = np.where(confirmed, lo, low), np.where(confirmed, hi, top)
+    else:
+        lo, hi = low.copy(), top
+    lo = _first_descent(tab, layer, log_q, log_1mq, lo, hi)
     peak = np.maximum(np.maximum(log_term(lo - 1), log_term(lo)), log_term(lo + 1))
     kappa = 4.0 / (d + 2.0) + 16.0 / (n + 2.0)
     factor = math.log(3.0 + math.sqrt(2.0 * math.pi / kappa))
@@ -168,22 +208,26 @@ def chain_maximum(tab, epsilon_g: float, cand, evaluate) -> float:
     if np.isnan(upper).any() or np.isnan(forward).any() or np.isnan(backward).any():
         return 0.0                      # numeric trouble: the safe answer delta = 1
     known = dict(zip(anchors.tolist(), upper.tolist()))
+    # one linear scale for all rounds: the best initial anchor (later anchors are at
+    # most slightly larger; all terms are far below e^700 relative to it)
+    reference = float(upper.max())
+    if not math.isfinite(reference):
+        reference = float(max(forward.max(), backward.max(), -700.0))
+    up_steps = np.exp(np.minimum(forward - reference, 700.0))
+    down_steps = np.exp(np.minimum(backward - reference, 700.0))
+    cum_up = np.concatenate(([0.0], np.cumsum(up_steps)))       # cum_up[c] = sum_{m < c}
+    cum_down = np.concatenate(([0.0], np.cumsum(down_steps)))
+    slack_up = (size + 4) * _UNIT * cum_up[-1]                   # absolute error of a difference
+    slack_down = (size + 4) * _UNIT * cum_down[-1]
+    # Candidates certified in an earlier round keep that round's chained bound (any
+    # chained bound is a valid upper bound); only the range that is still too high
+    # is recomputed, and `retired` is the largest bound left behind.
+    low, high, retired = 0, size - 1, 0.0
     best = -math.inf
     for _ in range(_MAX_ROUNDS):
         anchors = np.array(sorted(known), dtype=np.int64)
-        values = np.array([known[a] for a in anchors.tolist()])
-        reference = float(values.max())
-        if not math.isfinite(reference):
-            reference = float(max(forward.max(), backward.max(), -700.0))
-        # linear scale relative to the best anchor (all terms are far below e^700)
-        up_steps = np.exp(np.minimum(forward - reference, 700.0))
-        down_steps = np.exp(np.minimum(backward - reference, 700.0))
-        cum_up = np.concatenate(([0.0], np.cumsum(up_steps)))       # cum_up[c] = sum_{m < c}
-        cum_down = np.concatenate(([0.0], np.cumsum(down_steps)))
-        slack_up = (size + 4) * _UNIT * cum_up[-1]                   # absolute error of a difference
-        slack_down = (size + 4) * _UNIT * cum_down[-1]
-        anchor_values = np.exp(values - reference)
-        index = np.arange(size)
+        anchor_values = np.exp(np.array([known[a] for a in anchors.tolist()]) - reference)
+        index = np.arange(low, high + 1)
         gap = np.searchsorted(anchors, index, side="right") - 1      # anchor at or before
         gap = np.clip(gap, 0, anchors.size - 1)
         left = anchors[gap]
@@ -198,11 +242,18 @@ def chain_maximum(tab, epsilon_g: float, cand, evaluate) -> float:
                              _round_up(anchor_values[right_gap] + (cum_down[right] - cum_down[index]),
                                        size) + slack_down, np.inf)
         bound = np.minimum(via_left, via_right)
-        bound[anchors] = anchor_values
-        best = reference + math.log(float(bound.max()))
-        too_high = bound > float(anchor_values.max()) * (1.0 + CHAIN_TOLERANCE)
+        inside = (anchors >= low) & (anchors <= high)
+        bound[anchors[inside] - low] = anchor_values[inside]
+        top_anchor = float(anchor_values.max())
+        best = reference + math.log(max(float(bound.max()), retired, top_anchor))
+        too_high = bound > top_anchor * (1.0 + CHAIN_TOLERANCE)
         if not too_high.any():
             return best
+        positions = np.nonzero(too_high)[0]
+        new_low, new_high = int(positions[0]), int(positions[-1])
+        outside = np.concatenate((bound[:new_low], bound[new_high + 1:]))
+        if outside.size:
+            retired = max(retired, float(outside.max()))
         # new anchors in every gap that is still too high: where the chained bound is
         # highest, and the middle of the gap (so that every gap at least halves)
         gaps_high = gap[too_high]
@@ -221,4 +272,5 @@ def chain_maximum(tab, epsilon_g: float, cand, evaluate) -> float:
         if np.isnan(upper).any():
             return 0.0
         known.update(zip(new.tolist(), upper.tolist()))
+        low, high = low + new_low, low + new_high
     return best

@@ -28,38 +28,45 @@ Numerics (why it is fast and never optimistic):
   candidates within ~1e-3 of the maximum, ~1000 at k = 1e5) bound all the
   others (:mod:`privloss.bounds._optimal_br_chain`): O(k log k) work plus the
   anchors' window sums instead of one window sum per candidate.
+* Inversion: about six evaluations steered by a few candidates' certified window
+  sums (Newton on log delta with the argmax's slope,
+  :mod:`privloss.bounds._optimal_br_search`); only the end point is certified
+  over all candidates (the chain), and the certified search runs when it fails.
 """
+
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 from scipy.special import gammaln
 
 from privloss.bounds._optimal_br_chain import chain_maximum
-from privloss.bounds._optimal_br_tables import (_ERROR_FACTOR, _UNIT, _Tables, _log_geometric_tail,
-                                               _log_minus_upper, _make_tables)
+from privloss.bounds._optimal_br_windows import (_BATCH_ELEMENTS, _Candidates, _candidate_bounds, _candidates,
+                                                _envelope, _envelope_peak, _log_peak_mass_factor,
+                                                _selection_bounds, _window_half_width)
+from privloss.bounds._optimal_br_search import argmax_search, bracket_root, newton_bracket
+from privloss.bounds._optimal_br_tables import (_ERROR_FACTOR, _UNIT, _Tables, _log_minus_upper,
+                                               _make_tables)
 from privloss.bounds._numeric import (EPSILON_TOLERANCE, check_count, check_nonnegative,
                                       check_probability, log1mexp, log_binomial,
                                       round_up)
 
-#: Log-drop of the concave envelope at the window edge: the outside terms are
-#: bounded rigorously, this only decides how small that bound is (~e^-40 of the
-#: envelope; log(1/eps) more is added because terms can be ~eps times the envelope).
-_WINDOW_DROP = 40.0
 #: Below this per-mechanism epsilon the BR parameter t ~ eps / k approaches the
 #: subnormal range; the valid pure-DP bound 1 - e^{eps_g - k eps} is used instead.
 _TINY_EPSILON = 1e-250
-#: Window elements evaluated per numpy batch (bounds the memory to ~100 MB).
-_BATCH_ELEMENTS = 1 << 20
 #: With more candidates than this the anchor chain is used (_optimal_br_chain).
 _CHAIN_MIN_CANDIDATES = 64
 #: Relative margin (in log) between a computed delta and the target when inverting;
 #: larger than the 1e-12 rounding applied by the public delta functions.
 _ACCEPT_MARGIN = 4e-12
+#: Extra margin of the steered search: the certified profile at its end point lies
+#: within ~1e-13 (relative) of the steered value, so it passes the acceptance test.
+_STEER_MARGIN = 1e-12
+#: Half-width (in candidates) of the steered search around the previous argmax.
+_STEER_RADIUS = 256
 
 
 # --------------------------------------------------------------------------
@@ -98,165 +105,9 @@ def _log_dp_profile(tab: _Tables, epsilon_g: float) -> tuple[float, float]:
 
 
 # --------------------------------------------------------------------------
-# interior candidates (BR parameter t strictly inside (0, eps))
+# interior candidates (BR parameter t strictly inside (0, eps)):
+# privloss.bounds._optimal_br_windows
 # --------------------------------------------------------------------------
-
-@dataclass
-class _Candidates:
-    ell: np.ndarray       # truncation index l (outcomes m = i + 2j <= l)
-    t: np.ndarray         # BR parameter
-    log_q: np.ndarray     # log q_{eps,t}
-    log_1mq: np.ndarray   # log (1 - q_{eps,t})
-    top: np.ndarray       # last admissible BR count min(n, l)
-    eta_s: np.ndarray     # absolute error bound of log(P[I = i] CA) per term
-    eta_x: np.ndarray     # absolute error bound of the exponent X per term
-
-
-def _candidates(tab: _Tables, epsilon_g: float) -> _Candidates:
-    d, n, eps = tab.num_dp, tab.num_br, tab.epsilon
-    # 0 < t*_l < eps  <=>  d - 1 - eps_g/eps < l < n + d - eps_g/eps; scan with a margin
-    # and keep the exact float test below.
-    low = max(0, math.floor(d - 1 - epsilon_g / eps) - 1)
-    high = min(n + 2 * d, math.ceil(n + d - epsilon_g / eps) + 1)
-    ell = np.arange(low, max(high, low) + 1, dtype=np.int64)
-    t = (epsilon_g + (ell + 1.0 - d) * eps) / (n + 1.0)
-    keep = (t > 0) & (t < eps)
-    ell, t = ell[keep], t[keep]
-    log_q = log1mexp(t - eps) - tab.log1m_exp_eps
-    log_1mq = t - eps + log1mexp(-t) - tab.log1m_exp_eps
-    top = np.minimum(ell, n)
-    # eta_s: log C(n, i) (three gammaln ~ log n!) plus (n - i) log q + i log(1 - q);
-    # eta_x: n t - i eps - eps_g; both plus the error of the DP prefix tables
-    eta_s = tab.eta_tables + _ERROR_FACTOR * _UNIT * (
-        tab.magnitude_br + n * (np.abs(log_q) + np.abs(log_1mq)) + 8.0)
-    eta_x = tab.eta_tables + _ERROR_FACTOR * _UNIT * (n * (t + eps) + epsilon_g)
-    return _Candidates(ell, t, log_q, log_1mq, top, eta_s, eta_x)
-
-
-def _envelope(tab: _Tables, ell, log_q, log_1mq, i):
-    """Concave envelope F(i) >= log(P[I = i] CA((l - i) // 2)), elementwise.
-
-    P[I = i] is the binomial law of the BR count under P (log-concave in i);
-    CA is interpolated linearly at half-integers (log CA is concave, non-decreasing).
-    """
-    d, n = tab.num_dp, tab.num_br
-    g = tab.log_binom_br[i] + (n - i) * log_q + i * log_1mq
-    rest = ell - i
-    j0 = np.minimum(rest // 2, d)
-    j1 = np.minimum(j0 + 1, d)
-    h = np.where(rest % 2 == 0, tab.log_ca[j0], 0.5 * (tab.log_ca[j0] + tab.log_ca[j1]))
-    return g + h
-
-
-def _envelope_peak(tab: _Tables, cand: _Candidates) -> np.ndarray:
-    """First i in [0, top] where the envelope stops increasing (its argmax)."""
-    lo = np.zeros_like(cand.top)
-    hi = cand.top.copy()
-    while True:
-        active = lo < hi
-        if not active.any():
-            return lo
-        idx = np.nonzero(active)[0]
-        mid = (lo[idx] + hi[idx]) // 2
-        args = (cand.ell[idx], cand.log_q[idx], cand.log_1mq[idx])
-        step = _envelope(tab, *args, mid + 1) - _envelope(tab, *args, mid)
-        down = step < 0
-        hi[idx[down]] = mid[down]
-        lo[idx[~down]] = mid[~down] + 1
-
-
-def _window_half_width(n: int, epsilon: float) -> int:
-    # second differences of log P[I = i] are <= -4 / (n + 2), so s steps from the
-    # peak the envelope has dropped by at least kappa s (s - 1) / 2.
-    kappa = 4.0 / (n + 2.0)
-    drop = _WINDOW_DROP + max(0.0, -math.log(epsilon))
-    half = math.ceil(0.5 + math.sqrt(0.25 + 2.0 * drop / kappa)) + 1
-    return int(min(half, n + 1))
-
-
-def _log_peak_mass_factor(n: int, top: np.ndarray) -> np.ndarray:
-    """log of a bound on sum_i e^{F(i)} / e^{max F} (strong concavity, or the count)."""
-    kappa = 4.0 / (n + 2.0)
-    return np.log(np.minimum(top + 1.0, 3.0 + math.sqrt(2.0 * math.pi / kappa)))
-
-
-def _candidate_bounds(tab: _Tables, epsilon_g: float, cand: _Candidates,
-                      peak: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log upper, log lower) bounds of H_l(t_l) for the selected candidates."""
-    n, eps = tab.num_br, tab.epsilon
-    ell, t, log_q, log_1mq = cand.ell[sel], cand.t[sel], cand.log_q[sel], cand.log_1mq[sel]
-    top, centre = cand.top[sel], peak[sel]
-    half = _window_half_width(n, eps)
-    first = np.maximum(centre - half, 0)
-    last = np.minimum(centre + half, top)
-    lengths = last - first + 1
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    owner = np.repeat(np.arange(ell.size), lengths)
-    i = first[owner] + (np.arange(owner.size) - starts[owner])
-    # float summation of up to `lengths` positive terms: relative error <= lengths * u
-    eta_s = cand.eta_s[sel] + (lengths + 8.0) * _UNIT
-    eta_x = cand.eta_x[sel]
-
-    # term_i = e^{s_i} (1 - e^{-X_i}) with s = g + LA, X = c + LA - LB (> 0 exactly).
-    # With errors ds <= eta_s, dX <= eta_x it is off by at most
-    # e^{s} ((1 - e^{-X}) eta_s + e^{-X} eta_x) to first order (and a computed X <= 0
-    # has a true term <= e^{s} eta_x), so the sum is off by eta_s S + eta_x sum e^{s-X}.
-    o_ell = ell[owner]
-    jj = np.minimum((o_ell - i) // 2, tab.num_dp)
-    la = tab.log_ca[jj]
-    s = tab.log_binom_br[i] + (n - i) * log_q[owner] + i * log_1mq[owner] + la
-    x = n * t[owner] - i * eps - epsilon_g + la - tab.log_cb[jj]
-    peak_s = np.maximum.reduceat(s, starts)
-    weight = np.exp(s - np.repeat(peak_s, lengths))
-    positive = np.where(x > 0, -np.expm1(-np.maximum(x, 0.0)), 0.0)
-    with np.errstate(divide="ignore"):
-        log_sum = peak_s + np.log(np.add.reduceat(weight * positive, starts))
-        log_boundary = peak_s + np.log(np.add.reduceat(weight * np.exp(-x), starts))
-        log_err = np.logaddexp(np.log(eta_s) + log_sum, np.log(eta_x) + log_boundary)
-    eta = np.maximum(eta_s, eta_x)
-
-    # terms outside the window: below the envelope, which is concave
-    args = (ell, log_q, log_1mq)
-    has_low = first > 0
-    f_first = _envelope(tab, *args, first)
-    f_before = _envelope(tab, *args, np.maximum(first - 1, 0))
-    tail_low = _log_geometric_tail(f_first, f_first - f_before, np.where(has_low, first, 0))
-    has_high = last < top
-    f_last = _envelope(tab, *args, last)
-    f_after = _envelope(tab, *args, np.minimum(last + 1, top))
-    tail_high = _log_geometric_tail(f_last, f_last - f_after,
-                                    np.where(has_high, top - last, 0))
-    # the envelope is evaluated in floats as well: allow the same relative error
-    tails = np.logaddexp(tail_low, tail_high) + np.log1p(2.0 * eta)
-
-    upper = np.logaddexp(np.logaddexp(log_sum, log_err), tails)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lower = np.where(log_err < log_sum,
-                         log_sum + np.log1p(-np.exp(np.minimum(log_err - log_sum, 0.0))),
-                         -np.inf)
-    return upper, lower
-
-
-def _subset(cand: _Candidates, index: np.ndarray) -> _Candidates:
-    return _Candidates(cand.ell[index], cand.t[index], cand.log_q[index], cand.log_1mq[index],
-                       cand.top[index], cand.eta_s[index], cand.eta_x[index])
-
-
-def _selection_bounds(tab: _Tables, epsilon_g: float, cand: _Candidates,
-                      index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log upper, log lower) window-sum bounds of the candidates ``index``, in batches."""
-    sub = _subset(cand, index)
-    peak = _envelope_peak(tab, sub)
-    window = 2 * _window_half_width(tab.num_br, tab.epsilon) + 1
-    per_batch = max(8, _BATCH_ELEMENTS // window)
-    uppers, lowers = [], []
-    for start in range(0, index.size, per_batch):
-        sel = np.arange(start, min(start + per_batch, index.size))
-        upper, lower = _candidate_bounds(tab, epsilon_g, sub, peak, sel)
-        uppers.append(upper)
-        lowers.append(lower)
-    return np.concatenate(uppers), np.concatenate(lowers)
-
 
 def _log_br_candidates(tab: _Tables, epsilon_g: float, best_lower: float) -> float:
     """log of an upper bound on max over interior candidates of H_l(t_l)."""
@@ -266,7 +117,7 @@ def _log_br_candidates(tab: _Tables, epsilon_g: float, best_lower: float) -> flo
     if cand.ell.size > _CHAIN_MIN_CANDIDATES and bool(np.all(np.diff(cand.ell) == 1)):
         # anchors and one-layer chains instead of every candidate
         return chain_maximum(tab, epsilon_g, cand,
-                             lambda index: _selection_bounds(tab, epsilon_g, cand, index))
+                             lambda index: _selection_bounds(tab, epsilon_g, cand, index)[:2])
     peak = _envelope_peak(tab, cand)
     f_peak = _envelope(tab, cand.ell, cand.log_q, cand.log_1mq, peak)
     # H_l <= sum_i e^{F(i)}: a cheap bound used to skip hopeless candidates
@@ -281,7 +132,7 @@ def _log_br_candidates(tab: _Tables, epsilon_g: float, best_lower: float) -> flo
         if prune_bound[order[position]] < best_lower:
             break        # sorted: no remaining candidate can reach the maximum
         sel = order[position:position + batch]
-        upper, lower = _candidate_bounds(tab, epsilon_g, cand, peak, sel)
+        upper, lower, _ = _candidate_bounds(tab, epsilon_g, cand, peak, sel)
         if np.isnan(upper).any():
             return 0.0       # numeric trouble: the safe answer delta = 1
         best_upper = max(best_upper, float(upper.max()))
@@ -344,15 +195,75 @@ def _max_loss_up(num_dp: int, num_br: int, epsilon: float) -> float:
     return value
 
 
+def _steered_log_profile(tab: _Tables, epsilon_g: float, state: dict) -> tuple[float, float]:
+    """(log value, log rate): the value is the largest certified window-sum upper bound among the candidates that
+    :func:`argmax_search` visits (and the DP-only part): the profile near its
+    maximum, for steering the inversion only (the maximum itself is certified by
+    :func:`_log_profile`). ``state`` carries the argmax's t between calls; the next
+    search looks near the same t first (within at most ``_STEER_RADIUS`` candidates)
+    and over all candidates when the best one lies on that range's edge. The rate
+    is -d log(value) / d eps_g at the best candidate (its derivative by Danskin's
+    theorem; NaN where the DP-only part is larger)."""
+    if _at_or_beyond_max_loss(tab.num_dp, tab.num_br, tab.epsilon, epsilon_g):
+        return -math.inf, math.nan
+    dp_upper, _ = _log_dp_profile(tab, epsilon_g)
+    rates: dict[int, float] = {}
+
+    def search(cand: _Candidates) -> tuple[int, float]:
+        rates.clear()
+
+        def values(index):
+            upper, _, log_rate = _selection_bounds(tab, epsilon_g, cand, index)
+            rates.update(zip(index.tolist(), log_rate.tolist()))
+            return upper
+
+        return argmax_search(values, cand.ell.size)
+
+    cand, found = None, None
+    if "t" in state:
+        # t_l = (eps_g + (l + 1 - d) eps) / (n + 1) solved for l
+        centre = round(((tab.num_br + 1.0) * state["t"] - epsilon_g) / tab.epsilon
+                       - 1.0 + tab.num_dp)
+        # the argmax moves by about |change of eps_g| / eps candidates
+        radius = min(_STEER_RADIUS, 16 + math.ceil(4.0 * abs(epsilon_g - state["at"]) / tab.epsilon))
+        low, high = centre - radius, centre + radius
+        cand = _candidates(tab, epsilon_g, (low, high))
+        if cand.ell.size:
+            found = search(cand)
+            if ((found[0] == 0 and cand.ell[0] == low)
+                    or (found[0] == cand.ell.size - 1 and cand.ell[-1] == high)):
+                found = None            # on the edge of the range: search everything
+    if found is None:
+        cand = _candidates(tab, epsilon_g)
+        if cand.ell.size == 0:
+            return dp_upper, math.nan
+        found = search(cand)
+    state["t"], state["at"] = float(cand.t[found[0]]), epsilon_g
+    if dp_upper >= found[1]:
+        return dp_upper, math.nan
+    return found[1], rates[found[0]]
+
+
+def _uses_chain(tab: _Tables) -> bool:
+    """Whether a profile evaluation needs the anchor chain (else it is cheap)."""
+    return tab.num_br > 0 and tab.num_br + tab.num_dp > _CHAIN_MIN_CANDIDATES
+
+
 def _invert(tab: _Tables, target_delta: float) -> float:
     """Smallest epsilon_g (to EPSILON_TOLERANCE) whose profile is <= target_delta.
 
-    Illinois (modified regula falsi) on log delta, with bisection safeguards; the
-    bracket [lo, hi] always has delta(lo) > target >= delta(hi) by evaluation, and
-    hi is returned, so the public delta at the result never exceeds the target.
+    Illinois (modified regula falsi) on log delta (:func:`bracket_root`); the
+    returned upper end of the bracket is always confirmed by the certified profile
+    :func:`_log_profile`, so the public delta at the result never exceeds the target.
+    With many candidates the search is first steered by the cheap
+    :func:`_steered_log_profile` (with a slightly larger margin, so that the
+    certified value, within ~1e-13 of the steered one, passes) and only its end
+    point is certified; if that fails, the certified search runs from scratch.
     """
     k_epsilon = _max_loss_up(tab.num_dp, tab.num_br, tab.epsilon)
     log_target = math.log(target_delta)
+    mean, variance = _mean_and_variance(tab.num_dp, tab.num_br, tab.epsilon)
+    guess = mean + math.sqrt(2.0 * math.log(1.0 / target_delta) * variance)
 
     def excess(epsilon_g: float) -> float:
         """log delta - log target (+ margin); accepted iff <= 0."""
@@ -361,49 +272,22 @@ def _invert(tab: _Tables, target_delta: float) -> float:
             return math.inf
         return log_delta + _ACCEPT_MARGIN - log_target
 
-    f_lo = excess(0.0)
-    if f_lo <= 0:
-        return 0.0
-    lo, hi, f_hi = 0.0, k_epsilon, -math.inf
-    mean, variance = _mean_and_variance(tab.num_dp, tab.num_br, tab.epsilon)
-    guess = mean + math.sqrt(2.0 * math.log(1.0 / target_delta) * variance)
-    if 0.0 < guess < k_epsilon:
-        f_guess = excess(guess)
-        if f_guess <= 0:
-            hi, f_hi = guess, f_guess
-        else:
-            lo, f_lo = guess, f_guess
-    side = 0
-    width_before = hi - lo
-    steps_since_check = 0
-    for _ in range(400):
-        width = hi - lo
-        tolerance = EPSILON_TOLERANCE * max(1.0, hi)
-        if width <= tolerance:
-            break
-        if steps_since_check >= 3:
-            bisect = width > 0.5 * width_before
-            width_before, steps_since_check = width, 0
-        else:
-            bisect = False
-        if bisect or not (math.isfinite(f_lo) and math.isfinite(f_hi)) or f_lo == f_hi:
-            x = 0.5 * (lo + hi)
-        else:
-            x = hi - f_hi * (hi - lo) / (f_hi - f_lo)
-            x = min(max(x, lo + 0.5 * tolerance), hi - 0.5 * tolerance)
-        steps_since_check += 1
-        f_x = excess(x)
-        if f_x <= 0:
-            hi, f_hi = x, f_x
-            if side == -1:
-                f_lo *= 0.5
-            side = -1
-        else:
-            lo, f_lo = x, f_x
-            if side == 1 and math.isfinite(f_hi):
-                f_hi *= 0.5
-            side = 1
-    return hi
+    if _uses_chain(tab):
+        state: dict = {}
+
+        def steered(epsilon_g: float) -> tuple[float, float]:
+            log_delta, log_rate = _steered_log_profile(tab, epsilon_g, state)
+            if math.isnan(log_delta):
+                return math.inf, math.nan
+            return log_delta + _ACCEPT_MARGIN + _STEER_MARGIN - log_target, -math.exp(log_rate)
+
+        found = newton_bracket(steered, k_epsilon, guess, EPSILON_TOLERANCE)
+        if found is None:       # no convergence: the bracketing search on the same values
+            found = bracket_root(lambda x: steered(x)[0], k_epsilon, guess, EPSILON_TOLERANCE)
+        high = found[1]
+        if high >= k_epsilon or excess(high) <= 0:
+            return high
+    return bracket_root(excess, k_epsilon, guess, EPSILON_TOLERANCE)[1]
 
 
 # --------------------------------------------------------------------------
@@ -490,9 +374,9 @@ def theorem2_epsilon(k: int, epsilon: float, target_delta: float) -> float:
         :func:`theorem2_delta` (so ``theorem2_delta(k, epsilon, result) <= target_delta``).
         ``target_delta`` = 0 gives k * epsilon (rounded up), ``target_delta`` >= 1 gives 0.
     Runtime:
-        About 10 profile evaluations (Illinois regula falsi on log delta, bisection
-        safeguard): ~0.06 s at k = 1e3, ~0.16 s at k = 1e4, ~1.4 s at k = 1e5 (CPU;
-        every candidate was evaluated before: 1.4 s and 56 s).
+        About six steered evaluations (a few candidates each) and one certified
+        profile evaluation: ~0.25 s at k = 1e5 (CPU, benchmarks/accounting.py;
+        3.2 s with ten certified evaluations, 56 s evaluating every candidate).
     """
     k = check_count("k", k)
     eps = check_nonnegative("epsilon", epsilon)
@@ -553,9 +437,9 @@ def theorem3_epsilon(num_dp: int, num_br: int, epsilon: float, target_delta: flo
         <= target_delta`` by evaluation. ``target_delta`` = 0 gives
         (num_dp + num_br) * epsilon (rounded up), ``target_delta`` >= 1 gives 0.
     Runtime:
-        About 10 profile evaluations: ~0.2 s at k = 1e4, ~1.7 s at k = 1e5
-        (num_dp = num_br, CPU; every candidate was evaluated before: 1.5 s and
-        49 s).
+        About six steered evaluations and one certified profile evaluation:
+        ~0.3 s at k = 1e5 (num_dp = num_br, CPU, benchmarks/accounting.py; 2.8 s
+        with ten certified evaluations, 49 s evaluating every candidate).
     """
     d, n = _validated_counts(num_dp, num_br)
     eps = check_nonnegative("epsilon", epsilon)
