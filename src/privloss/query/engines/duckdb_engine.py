@@ -80,7 +80,7 @@ from privloss.query.inputs import (FileInput, FrameInput, QueryInput, RelationIn
 from privloss.query.plan import ROW_SEED_OFFSET, GroupStatistics, QueryPlan
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "check", "run", "check_select", "memory_settings",
-           "import_duckdb", "open_source", "LoadedFile", "load"]
+           "import_duckdb", "open_source", "LoadedFile", "load", "prepare"]
 
 #: Memory limit of privloss's own DuckDB connections: beyond it DuckDB spills to
 #: disk, so peak memory stays flat as the distinct (unit, group) pairs grow
@@ -269,8 +269,11 @@ class LoadedFile:
             if inp.format == "parquet":
                 reader, parameters = "read_parquet(?)", [list(names)]
             else:
+                # the header is the first line, nothing is a comment: without these the
+                # sniffer may take a malformed row for the header (and skip the rows
+                # above it) or a line for a comment, where _file_relation refuses the file
                 reader = ("read_csv(?, header = true, all_varchar = true, sep = ?, "
-                          "quote = '\"', escape = '\"')")
+                          "quote = '\"', escape = '\"', skip = 0, comment = '')")
                 parameters = [list(names), "\t" if inp.format == "tsv" else ","]
             try:
                 connection.execute(f"CREATE TABLE rows AS SELECT * FROM {reader}",
@@ -468,6 +471,21 @@ def check(plan: QueryPlan) -> None:
     wherever it is (the same way for every neighbouring input)."""
     _, _, source, _, _, _ = _opened(plan, scan=True)
     source.close()
+
+
+def prepare(plan: QueryPlan) -> None:
+    """Read ``plan``'s source into the engine now if it carries
+    :class:`~privloss.query.inputs.LoadedTables` (a warm-up; nothing is
+    computed on its rows), and with ``prepare`` build the coded pairs a
+    count-only plan without a row filter reads (:meth:`LoadedFile.coded_pairs`),
+    so the first release on it does no more than later ones.  Errors as
+    :func:`check`'s, or :class:`ComputationFailed`."""
+    duckdb, inp, source, projected, kinds, _ = _opened(plan, scan=True)
+    try:
+        if source.prepare and not plan.value_columns and plan.where is None:
+            source.loaded.coded_pairs(duckdb, plan, projected, kinds, inp)
+    finally:
+        source.close()
 
 
 def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_source",
