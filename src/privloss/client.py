@@ -14,7 +14,10 @@ One method per endpoint of ``/v1`` (docs/service.md): :meth:`Client.datasets`,
 :meth:`Client.budget`, :meth:`Client.history`, :meth:`Client.plan` (a dict, the
 dry run), :meth:`Client.topk` and :meth:`Client.histogram`, which return the
 library's :class:`~privloss.releases.release.Release` (``spent`` is the
-budget afterwards, ``receipt`` in ``parameters["receipt"]``).  Errors (RFC
+budget afterwards, ``receipt`` in ``parameters["receipt"]``), and
+:meth:`Client.sql`, which returns what ``privloss.sql`` returns, an
+:class:`~privloss.api.aggregate.AggregateRelease` (``to_arrow``,
+``to_polars``, ``to_pandas``), with the response body in ``raw``.  Errors (RFC
 9457 problem details) raise :class:`ServiceRequestError` with the HTTP
 ``status``, the server's ``detail`` and the offending ``field`` / ``value``;
 a refused budget (409) is :class:`BudgetRefused`.
@@ -30,7 +33,8 @@ One HTTP request per call (httpx; keep-alive across calls).
 
 from __future__ import annotations
 
-__all__ = ["Client", "ServiceRequestError", "BudgetRefused", "release_from_response"]
+__all__ = ["Client", "ServiceRequestError", "BudgetRefused", "release_from_response",
+           "aggregate_release_from_response"]
 
 
 class ServiceRequestError(RuntimeError):
@@ -45,6 +49,18 @@ class BudgetRefused(ServiceRequestError):
     """409: the dataset's budget, the analyst's cap or the plan refuses (nothing charged)."""
 
 
+def _spent(body: dict) -> dict:
+    """The budget after a release, as the library's ``spent`` (plus the receipt)."""
+    budget = body.get("budget", {})
+    receipt = body.get("receipt", {})
+    spent = {"dataset": receipt.get("dataset"), **budget.get("dataset", {}),
+             "mine": budget.get("mine"), "receipt": receipt,
+             "repeated_query_free": bool(receipt.get("cached"))}
+    spent["epsilon"] = spent.get("spent_epsilon")
+    spent["delta"] = spent.get("spent_delta")
+    return spent
+
+
 def release_from_response(body: dict):
     """The :class:`~privloss.releases.release.Release` of a ``/topk`` or
     ``/histogram`` response."""
@@ -57,17 +73,57 @@ def release_from_response(body: dict):
     counts = [row["count"] for row in rows]
     dtype = np.int64 if all(isinstance(value, int) for value in counts) else np.float64
     events = tuple(event_from_json(value) for value in body.get("event_objects", ()))
-    budget = body.get("budget", {})
     receipt = body.get("receipt", {})
-    spent = {"dataset": receipt.get("dataset"), **budget.get("dataset", {}),
-             "mine": budget.get("mine"), "receipt": receipt,
-             "repeated_query_free": bool(receipt.get("cached"))}
-    spent["epsilon"] = spent.get("spent_epsilon")
-    spent["delta"] = spent.get("spent_delta")
     return Release(tuple(row["item"] for row in rows), np.array(counts, dtype=dtype),
                    tuple(tuple(row["ci95"]) for row in rows), events, body["algorithm"],
-                   {**body.get("parameters", {}), "receipt": receipt}, spent=spent,
+                   {**body.get("parameters", {}), "receipt": receipt}, spent=_spent(body),
                    guarantee=None, cached=bool(receipt.get("cached")))
+
+
+def aggregate_release_from_response(body: dict):
+    """The :class:`~privloss.api.aggregate.AggregateRelease` of a ``/sql``
+    response, as ``privloss.sql`` returns it (groups as tuples, intervals as
+    pairs), with the body itself in ``raw`` (``release["receipt"]`` still
+    reads it)."""
+    from privloss.serialize import event_from_json
+
+    rows = [{**row, "group": tuple(row["group"]),
+             "ci95": {name: tuple(pair) for name, pair in row.get("ci95", {}).items()}}
+            for row in body["rows"]]
+    events = tuple(event_from_json(value) for value in body.get("event_objects", ()))
+    receipt = body.get("receipt", {})
+    return _remote_aggregate_release()(
+        rows, list(body["columns"]), events, {**body.get("parameters", {}), "receipt": receipt},
+        spent=_spent(body), guarantee=None, cached=bool(receipt.get("cached")),
+        totals=body.get("totals"), raw=body)
+
+
+_REMOTE_AGGREGATE_RELEASE = None
+
+
+def _remote_aggregate_release():
+    """The class, made on first use (``privloss.api`` is imported only when
+    needed, so ``privloss.client`` stays light)."""
+    global _REMOTE_AGGREGATE_RELEASE
+    if _REMOTE_AGGREGATE_RELEASE is None:
+        from dataclasses import dataclass, field
+
+        from privloss.api.aggregate import AggregateRelease
+
+        @dataclass(frozen=True)
+        class RemoteAggregateRelease(AggregateRelease):
+            """An :class:`AggregateRelease` from the service; ``raw``: the
+            response body (``release["receipt"]`` reads it, as the dict
+            ``Client.sql`` returned before)."""
+
+            raw: dict = field(default_factory=dict, repr=False, compare=False)
+
+            def __getitem__(self, key):
+                return self.raw[key]
+
+        RemoteAggregateRelease.__module__ = __name__
+        _REMOTE_AGGREGATE_RELEASE = RemoteAggregateRelease
+    return _REMOTE_AGGREGATE_RELEASE
 
 
 class Client:
@@ -145,10 +201,14 @@ class Client:
         measurements, noise, 95% half-widths, ``fits`` and the verdict."""
         return self._dataset("POST", dataset, "/sql/plan", parameters)
 
-    def sql(self, dataset: str, **parameters) -> dict:
+    def sql(self, dataset: str, **parameters):
         """A DP group-by written as SQL (``query``: ``SELECT g, COUNT(*), AVG(x)
         FROM <dataset> GROUP BY g``; ``epsilon``, ``delta``, ``bounds``
         ``{"x": [low, high]}``, ``max_groups``, ``max_rows_per_group``, ``keys``,
-        ...): the JSON answer (``rows``, ``columns``, ``receipt``, ``budget``);
-        raises :class:`BudgetRefused` (409) or :class:`ServiceRequestError`."""
-        return self._dataset("POST", dataset, "/sql", parameters)
+        ...): an :class:`~privloss.api.aggregate.AggregateRelease`, as
+        ``privloss.sql`` returns (``rows``, ``columns``, ``to_arrow()``,
+        ``to_polars()``; ``spent`` is the budget afterwards with the receipt;
+        the JSON body in ``raw``); raises :class:`BudgetRefused` (409) or
+        :class:`ServiceRequestError`."""
+        return aggregate_release_from_response(self._dataset("POST", dataset, "/sql",
+                                                             parameters))

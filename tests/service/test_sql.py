@@ -272,7 +272,21 @@ def test_python_client_sql(shop):
     with Client("http://testserver", tokens["bob"], transport=client._transport) as remote:
         plan = remote.sql_plan("shop", **BODY)
         assert plan["fits"]
-        body = remote.sql("shop", **BODY)
-        assert body["receipt"]["release_id"] == 1
+        release = remote.sql("shop", **BODY)
+        assert release["receipt"]["release_id"] == 1        # the body, as before
+        # the library's kind of object (privloss.sql): rows, columns, tables
+        from privloss.api.aggregate import AggregateRelease
+        assert isinstance(release, AggregateRelease)
+        assert release.rows and all(isinstance(row["group"], tuple) for row in release.rows)
+        assert release.columns == release.raw["columns"]
+        assert release.spent["receipt"]["release_id"] == 1 and not release.cached
+        assert release.events and release.parameters["receipt"]["release_id"] == 1
+        table = release.to_arrow()
+        assert table.num_rows == len(release.rows) and "by0" in table.column_names
+        for name in release.columns:
+            assert table.column(name).to_pylist() == [row["values"][name]
+                                                      for row in release.rows]
+        pytest.importorskip("polars")
+        assert release.to_polars().height == len(release.rows)
         with pytest.raises(BudgetRefused):
             remote.sql("shop", **{**BODY, "epsilon": 0.29})

@@ -112,6 +112,58 @@ def test_releases_read_the_snapshot_and_a_changed_source_is_a_new_version(tmp_pa
         assert read[-1] != read[0]
 
 
+def test_each_version_is_read_into_the_engine_once(tmp_path, monkeypatch):
+    """Issue 19 item 3: a snapshot version is loaded into the engine when it is
+    made (rows and the pairs of every declared column), releases reuse it, and
+    a changed source is a new version with tables of its own holding the new
+    rows; statistics equal those of the snapshot file read directly."""
+    import dataclasses
+
+    import privloss.query.engines as engines
+    from privloss.query.engines import duckdb_engine, histogram_plan
+
+    path = _config(tmp_path, "SELECT CustomerID, StockCode FROM retail")
+    client, token, config, app = _app(path)
+    seen = []
+    real = engines.bounded_histogram
+
+    def spy(data, **kwargs):
+        seen.append(data)
+        return real(data, **kwargs)
+    monkeypatch.setattr(engines, "bounded_histogram", spy)
+    reads = []
+    original = duckdb_engine.LoadedFile.read.__func__
+
+    def counting(cls, *args, **kwargs):
+        reads.append(1)
+        return original(cls, *args, **kwargs)
+
+    def statistics(source):
+        plan = histogram_plan(source, user_column="CustomerID", item_column="StockCode",
+                              l0=1, seed=5)
+        return sorted(duckdb_engine.run(plan).groups, key=repr)
+    with client:
+        store = app.state.service.snapshots
+        first_version = store.latest(config.datasets["retail"])
+        assert first_version.tables is not None and len(first_version.tables) == 1
+        monkeypatch.setattr(duckdb_engine.LoadedFile, "read", classmethod(counting))
+        for label in ("a", "b"):
+            response = client.post("/v1/datasets/retail/histogram", headers=bearer(token),
+                                   json={**HISTOGRAM, "label": label})
+            assert response.status_code == 200, response.text
+        assert reads == [] and all(data.tables is first_version.tables for data in seen)
+        assert statistics(seen[0]) == statistics(dataclasses.replace(seen[0], tables=None))
+        _touch(tmp_path / "retail.csv", RETAIL + "4,B,1,1.0\n5,C,1,1.0\n")
+        changed = client.post("/v1/datasets/retail/histogram", headers=bearer(token),
+                              json={**HISTOGRAM, "label": "c"})
+        assert changed.status_code == 200, changed.text
+        assert reads == [1]                      # the new version, read once
+        assert seen[-1].tables is not first_version.tables and seen[-1].path != seen[0].path
+        new = statistics(seen[-1])
+        assert new == statistics(dataclasses.replace(seen[-1], tables=None))
+        assert {row["group"] for row in new} == {("A",), ("B",), ("C",)}
+
+
 def test_a_changed_source_that_cannot_be_read_keeps_the_old_version(tmp_path, caplog):
     path = _config(tmp_path, "SELECT CustomerID, CAST(Quantity AS INTEGER) AS quantity "
                              "FROM retail", columns='["quantity"]')

@@ -21,6 +21,8 @@ fed to the MAC and written to a private copy (a fresh ``0700`` temporary
 directory), and the engine then reads only the copies, by their exact names
 (no glob expansion).  So what is fingerprinted is exactly what is counted; a
 file changed afterwards cannot slip in (no time-of-check/time-of-use window).
+The engine reads the copies once however many plans use them (the check of
+every row before a charge, then the release): ``FileSnapshot.tables``.
 
 Privacy guarantee
 -----------------
@@ -133,18 +135,28 @@ def has_glob_characters(path) -> bool:
     return any(char in _GLOB_CHARACTERS for char in str(path))
 
 
+def _loaded_tables():
+    from privloss.query.inputs import LoadedTables
+    return LoadedTables()
+
+
 @dataclass
 class FileSnapshot:
     """Private copies of data files (``files``, exact names, in a fixed order) and
-    the MAC of their bytes (``mac``); :meth:`close` deletes the copies."""
+    the MAC of their bytes (``mac``); ``tables``: what engines load from the
+    copies (:class:`~privloss.query.inputs.LoadedTables`: the copies never
+    change, so they are read into an engine once however many plans read
+    them); :meth:`close` deletes the copies and the loaded tables."""
 
     files: tuple[str, ...]
     mac: str
     directory: str
     closed: bool = field(default=False)
+    tables: object = field(default_factory=_loaded_tables, repr=False, compare=False)
 
     def close(self) -> None:
         if not self.closed:
+            self.tables.close()
             shutil.rmtree(self.directory, ignore_errors=True)
             self.closed = True
 

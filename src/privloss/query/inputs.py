@@ -25,6 +25,11 @@ system is touched, to fail early on a missing file):
   ``SqlQuery(text)`` (``pathlib.Path`` objects are always paths);
 * a DuckDB relation (``con.sql("...")``), or a PySpark ``DataFrame``.
 
+A :class:`FileInput` may carry :class:`LoadedTables` (``tables``): a promise
+that its files do not change while it is open (private copies, a service
+snapshot named by its fingerprint), so the DuckDB engine reads them once into
+a table there and every later plan on the input reads that table.
+
 Privacy guarantee
 -----------------
 None by itself; inputs are read by the engine, and only the aggregated
@@ -45,8 +50,9 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
@@ -59,6 +65,7 @@ __all__ = [
     "resolve_input",
     "describe_input",
     "SparkTable",
+    "LoadedTables",
 ]
 
 _SQL_START = re.compile(r"^\s*(select|with|from)\s", re.IGNORECASE)
@@ -87,15 +94,71 @@ class SqlQuery:
                             f"{type(self.tables).__name__}")
 
 
+class LoadedTables:
+    """What engines loaded from files that do not change while this is open:
+    one entry per (engine, files), built once (:meth:`get`) and shared by
+    every plan and thread; ``prepare``: the input is queried repeatedly (a
+    service snapshot), so engines also keep their seed-independent
+    intermediate results (:func:`privloss.query.engines._sql.coded_pairs_sql`).
+
+    The owner of the files makes it and closes it with them (a
+    :class:`~privloss.query.fingerprint.FileSnapshot` does); the files'
+    identity is the owner's to guarantee (a changed source is a new owner,
+    never the old one's tables)."""
+
+    def __init__(self, *, prepare: bool = False):
+        self.prepare = bool(prepare)
+        self._lock = threading.Lock()
+        self._entries: dict = {}
+        self._building: dict = {}
+        self.closed = False
+
+    def get(self, key, load):
+        """The entry ``key``, made by ``load()`` on first use (one thread loads,
+        the others wait for it; a failed load is not kept).  After
+        :meth:`close` every call loads afresh and keeps nothing."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                return entry
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            with self._lock:
+                entry = self._entries.get(key)
+                if entry is not None:
+                    return entry
+            entry = load()
+            with self._lock:
+                if not self.closed:
+                    self._entries[key] = entry
+                    self._building.pop(key, None)
+            return entry
+
+    def close(self) -> None:
+        """Drop every entry now and close it (no query may still read it)."""
+        with self._lock:
+            entries, self._entries = list(self._entries.values()), {}
+            self.closed = True
+        for entry in entries:
+            entry.close()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
 @dataclass(frozen=True)
 class FileInput:
     """``files``: the exact file names to read, in order (the engines read these
-    and nothing else; empty means ``(path,)``)."""
+    and nothing else; empty means ``(path,)``); ``tables``: where engines keep
+    what they loaded from files that do not change (:class:`LoadedTables`),
+    or None (read the files on every plan)."""
 
     path: Path
     format: str  # "csv", "tsv" or "parquet"
     is_directory: bool = False
     files: tuple = ()
+    tables: LoadedTables | None = field(default=None, compare=False, repr=False)
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -110,11 +110,14 @@ def ensure_dataset(ledger, dataset, name: str | None = None) -> str:
 
 def data_input(dataset, snapshot=None):
     """What the engine reads: the dataset's snapshot
-    (:mod:`privloss.service.snapshots`), or a Spark table."""
+    (:mod:`privloss.service.snapshots`; with its loaded tables, so the engine
+    reads the file once per version), or a Spark table."""
+    from dataclasses import replace
+
     from privloss.query.inputs import SparkTable, resolve_input
 
     if snapshot is not None and snapshot.path is not None:
-        return resolve_input(Path(snapshot.path))
+        return replace(resolve_input(Path(snapshot.path)), tables=snapshot.tables)
     if dataset.spark_table is not None:
         return SparkTable(dataset.spark_table)
     raise RuntimeError(f"dataset {dataset.name!r} has no snapshot (the service loads one "

@@ -13,7 +13,17 @@ UnitPrice`` over CSV text, a declared column the source lacks, a cast that
 fails on some row) refuses the start with :class:`StartupError`: one line
 naming the dataset and the column or the failing expression.
 
-Releases read the snapshot only.  Its ``version`` is a keyed MAC
+Releases read the snapshot only, and read it once: each snapshot carries a
+:class:`~privloss.query.inputs.LoadedTables` (``tables``) in which the engine
+keeps the snapshot's rows in a DuckDB table and, per privacy unit and
+column, the coded (unit, group) pairs every top-k and histogram starts from
+(:mod:`privloss.query.engines.duckdb_engine`), so a release only draws its
+keyed choice and its noise.  The tables belong to that snapshot (its file,
+named by its version, is never rewritten), and are filled when it is made
+(start-up, or a changed source); a new version gets new ones, and the old
+ones are freed when the last release reading them ends.
+
+Its ``version`` is a keyed MAC
 (:func:`privloss.query.fingerprint.keyed_mac`) of the snapshot's bytes:
 part of the repeated-query key, never a statistic of the data.  Before each
 release :meth:`SnapshotStore.current` compares the source's identity (the
@@ -37,7 +47,10 @@ engine faults (out of memory, a deleted snapshot), not properties of the data.
 Runtime
 -------
 Start-up: one read of every source and one Parquet write.  Per release: a
-``stat`` of the source files.
+``stat`` of the source files; the first release of a version on a column
+nothing more: the snapshot is read into the engine, and the pairs of every
+declared column built, when it is made (start-up, or the first release after
+the source changed).
 """
 
 from __future__ import annotations
@@ -47,7 +60,7 @@ import logging
 import os
 import secrets
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 __all__ = ["StartupError", "Snapshot", "SnapshotStore", "source_identity"]
@@ -68,6 +81,15 @@ class Snapshot:
     version: str
     columns: dict              # column name -> engine type (text)
     identity: str
+    #: what the engine loaded from this snapshot's file (LoadedTables; None: Spark)
+    tables: object = field(default=None, compare=False, repr=False)
+
+    def with_tables(self) -> "Snapshot":
+        """This snapshot with its own (empty) loaded tables, for a file."""
+        if self.path is None or self.tables is not None:
+            return self
+        from privloss.query.inputs import LoadedTables
+        return replace(self, tables=LoadedTables(prepare=True))
 
 
 def _file_identity(path: Path) -> list:
@@ -249,6 +271,31 @@ def _write(dataset, directory: Path) -> Snapshot:
     return Snapshot(dataset.name, final, version, types, identity)
 
 
+def _warm(dataset, snapshot: Snapshot) -> None:
+    """Read the snapshot into the engine and build the coded pairs of every
+    declared column now (:func:`privloss.query.engines.duckdb_engine.prepare`),
+    so no release pays for it.  A failure is logged only: the release that
+    next reads the snapshot tries again (and fails, if it does, after its
+    charge, as any engine fault)."""
+    if snapshot.tables is None:
+        return
+    from privloss.query.engines import histogram_plan
+    from privloss.query.engines.duckdb_engine import prepare
+    from privloss.query.errors import ComputationFailed
+    from privloss.query.inputs import resolve_input
+
+    source = replace(resolve_input(Path(snapshot.path)), tables=snapshot.tables)
+    for column in dataset.columns:
+        try:
+            prepare(histogram_plan(source, user_column=dataset.user_column,
+                                   item_column=column))
+        except (ComputationFailed, ValueError, TypeError, OSError, MemoryError) as error:
+            LOGGER.warning("dataset %r: version %s could not be loaded into the engine "
+                           "ahead of its releases: %s", dataset.name, snapshot.version,
+                           _first_line(error))
+            return
+
+
 def _spark_check(dataset) -> Snapshot:
     from privloss.query.engines import check_input
     from privloss.query.inputs import SparkTable
@@ -318,6 +365,8 @@ class SnapshotStore:
             if snapshot is None:
                 snapshot = _write(dataset, self.directory / "snapshots")
                 self._record(snapshot)
+            snapshot = snapshot.with_tables()
+            _warm(dataset, snapshot)
         with self._lock:
             previous = self._current.get(dataset.name)
             self._current[dataset.name] = snapshot
@@ -359,7 +408,6 @@ class SnapshotStore:
                 LOGGER.error("dataset %r: the changed source cannot be read; still serving "
                              "version %s: %s", dataset.name, snapshot.version, error)
                 with self._lock:     # retried when the source changes again
-                    fresh = Snapshot(snapshot.dataset, snapshot.path, snapshot.version,
-                                     snapshot.columns, source_identity(dataset))
+                    fresh = replace(snapshot, identity=source_identity(dataset))
                     self._current[dataset.name] = fresh
                 return fresh

@@ -17,7 +17,8 @@ from privloss.query.bounding import (CANONICAL_INTEGER, LANE_BITS, LANE_MASK,
                                          MIX_MULTIPLIER, MIX_SHIFT, SelectionKey,
                                          text_code_digits)
 
-__all__ = ["Dialect", "DUCKDB", "SPARK", "BoundedSql", "bounded_sql", "MISSING_UNITS"]
+__all__ = ["Dialect", "DUCKDB", "SPARK", "BoundedSql", "bounded_sql", "coded_pairs_sql",
+           "MISSING_UNITS"]
 
 #: row code of a missing value (grid units are below 2^51 in magnitude)
 MISSING_UNITS = -(1 << 62)
@@ -153,11 +154,60 @@ def _top(glist: str, main: str, top: int | None) -> str:
             f"ORDER BY row_count DESC, {glist} ASC LIMIT {int(top)}")
 
 
+def _codes(dialect: Dialect, groups: int, unit_integer: bool, group_integer: bool):
+    """(code(u), code(g), the canonical-integer tie column or "", the tie codes)
+    as SQL over u, g0.. (see :func:`bounded_sql`)."""
+    gcols = [f"g{i}" for i in range(groups)]
+    text = dialect.text
+    tie_codes = []
+    if groups == 1:
+        gcode = "CAST(g0 AS BIGINT)" if group_integer else \
+            _text_code(dialect, f"CAST(g0 AS {text})")
+        if not group_integer:
+            tie_codes = ["gc", "gt"]
+    else:
+        parts = " || ".join(f"CAST(length(CAST({g} AS {text})) AS {text}) || ':' || "
+                            f"CAST({g} AS {text})" for g in gcols)
+        gcode = dialect.md5_code(f"({parts})")
+        tie_codes = ["gc"]
+    gtie = (f", CASE WHEN {dialect.is_canonical_integer(f'CAST(g0 AS {text})')} THEN 1 "
+            f"ELSE 0 END AS gt") if "gt" in tie_codes else ""
+    ucode = "CAST(u AS BIGINT)" if unit_integer else _text_code(dialect, f"CAST(u AS {text})")
+    return ucode, gcode, gtie, tie_codes
+
+
+def _pair_ctes(source: str, gcols: list, ucode: str, gcode: str, gtie: str) -> list:
+    """The CTEs ``pairs`` and ``coded``: the (unit, group) pairs of ``source``
+    (null units and groups dropped) with their row count ``c`` and codes."""
+    glist = ", ".join(gcols)
+    not_null = " AND ".join(["u IS NOT NULL"] + [f"{g} IS NOT NULL" for g in gcols])
+    return [f"pairs AS (SELECT u, {glist}, count(*) AS c FROM {source} "
+            f"WHERE {not_null} GROUP BY u, {glist})",
+            f"coded AS (SELECT u, {glist}, c, {ucode} AS uc, {gcode} AS gc{gtie} FROM pairs)"]
+
+
+def coded_pairs_sql(dialect: Dialect, source: str, *, groups: int, unit_integer: bool,
+                    group_integer: bool) -> str:
+    """The seed-independent part of a count-only :func:`bounded_sql` as one
+    query: the CTE ``coded`` (columns ``u, g.., c, uc, gc`` and ``gt`` for one
+    text group column), with ``u`` replaced by a dense integer id of the unit
+    (a bijection on units, so every ``PARTITION BY u`` is unchanged) and
+    sorted by it.  Materialised once per snapshot and columns, it is what
+    ``bounded_sql(..., coded_source=...)`` then reads instead of ``source``:
+    the same statistics, without regrouping and recoding the rows."""
+    gcols = [f"g{i}" for i in range(groups)]
+    ucode, gcode, gtie, _ = _codes(dialect, groups, unit_integer, group_integer)
+    ctes = _pair_ctes(source, gcols, ucode, gcode, gtie)
+    rest = ", ".join(gcols + ["c", "uc", "gc"] + (["gt"] if gtie else []))
+    return ("WITH " + ",\n".join(ctes) + f"\nSELECT dense_rank() OVER (ORDER BY u) AS u, "
+            f"{rest} FROM coded ORDER BY 1")
+
+
 def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list,
                 value_text: list, unit_integer: bool, group_integer: bool, key_codes,
                 max_groups: int | None, max_rows: int, group_key: SelectionKey,
                 row_key: SelectionKey, quantile_columns: list, bins: int,
-                top: int | None = None) -> BoundedSql:
+                top: int | None = None, coded_source: str | None = None) -> BoundedSql:
     """The bounded aggregation over ``source`` (columns u, g0.., v0..): the one
     compilation of a :class:`~privloss.query.plan.QueryPlan`'s bounding and
     statistics, for both dialects.
@@ -173,6 +223,10 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
     and counts ``least(c, max_rows)``; with value columns each (unit, group)
     keeps its ``max_rows`` rows of smallest
     ``(row_key(code(u), code(row)), code(row), units..)``.
+
+    ``coded_source`` (count-only plans): a table holding
+    :func:`coded_pairs_sql` of the source, read instead of grouping and
+    coding ``source`` again.
     """
     gcols = [f"g{i}" for i in range(groups)]
     vcols = [f"v{i}" for i in range(len(value_grids))]
@@ -180,34 +234,23 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
     glist = ", ".join(gcols)
     text = dialect.text
     not_null = " AND ".join(["u IS NOT NULL"] + [f"{g} IS NOT NULL" for g in gcols])
-    tie_codes = []
-    if groups == 1:
-        gcode = "CAST(g0 AS BIGINT)" if group_integer else \
-            _text_code(dialect, f"CAST(g0 AS {text})")
-        if not group_integer:
-            tie_codes = ["gc", "gt"]
-    else:
-        parts = " || ".join(f"CAST(length(CAST({g} AS {text})) AS {text}) || ':' || "
-                            f"CAST({g} AS {text})" for g in gcols)
-        gcode = dialect.md5_code(f"({parts})")
-        tie_codes = ["gc"]
-    gtie = (f", CASE WHEN {dialect.is_canonical_integer(f'CAST(g0 AS {text})')} THEN 1 "
-            f"ELSE 0 END AS gt") if "gt" in tie_codes else ""
-    ucode = "CAST(u AS BIGINT)" if unit_integer else _text_code(dialect, f"CAST(u AS {text})")
+    ucode, gcode, gtie, tie_codes = _codes(dialect, groups, unit_integer, group_integer)
     pairs = not value_grids
+    if coded_source is not None and not pairs:
+        raise ValueError("coded_source goes with count-only plans (no value columns)")
     ctes = []
     if pairs:       # count-only statistics: bound the (unit, group) pairs, not the rows
-        ctes.append(f"pairs AS (SELECT u, {glist}, count(*) AS c FROM {source} "
-                    f"WHERE {not_null} GROUP BY u, {glist})")
-        row_columns, where, from_ = ["u"] + gcols + ["c"], "", "pairs"
+        row_columns = ["u"] + gcols + ["c"]
+        if coded_source is None:
+            ctes += _pair_ctes(source, gcols, ucode, gcode, gtie)
     else:
-        row_columns, where, from_ = ["u"] + gcols + vcols, f" WHERE {not_null}", source
-    ctes.append(f"coded AS (SELECT {', '.join(row_columns)}, {ucode} AS uc, {gcode} AS gc"
-                f"{gtie} FROM {from_}{where})")
-    coded = "coded"
+        row_columns = ["u"] + gcols + vcols
+        ctes.append(f"coded AS (SELECT {', '.join(row_columns)}, {ucode} AS uc, {gcode} AS gc"
+                    f"{gtie} FROM {source} WHERE {not_null})")
+    coded = "coded" if coded_source is None else coded_source
     if key_codes is not None:
         codes = ", ".join(str(int(c)) for c in sorted(set(key_codes))) or "NULL"
-        ctes.append(f"coded_k AS (SELECT * FROM coded WHERE gc IN ({codes}))")
+        ctes.append(f"coded_k AS (SELECT * FROM {coded} WHERE gc IN ({codes}))")
         coded = "coded_k"
     carried = row_columns + ["uc", "gc"] + (["gt"] if gtie else [])
     if max_groups is not None:

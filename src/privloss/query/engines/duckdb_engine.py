@@ -20,6 +20,20 @@ spill beyond it to ``PRIVLOSS_DUCKDB_TEMP_DIRECTORY``, by default a private
 temporary directory (mode 0700: spilled pages hold the rows) removed
 afterwards.  A caller's own connection or relation keeps its own settings.
 
+Loading: a :class:`~privloss.query.inputs.FileInput` with ``tables`` (a
+:class:`~privloss.query.inputs.LoadedTables`: files that do not change while
+it is open, such as the private copies the API fingerprints or a service
+snapshot) is read once, whole, into a table of an in-memory database on a
+private locked connection (:class:`LoadedFile`; that read is also the parse
+of every row that :func:`check` asks for), and every plan on the input then
+runs on a cursor of that connection (thread-safe).  With
+``LoadedTables(prepare=True)`` (a service snapshot, queried again and again)
+a count-only plan without a row filter also reads the (unit, group) pairs
+with their codes, materialised once per (privacy unit, group columns)
+(:func:`~privloss.query.engines._sql.coded_pairs_sql`), so a release only
+draws its keyed group choice and counts: the same statistics as from the
+rows (the same SQL after the pairs), for every seed.
+
 Isolation: no caller text enters our SQL (only our names and integers
 formatted by Python).  Files and frames are read on a private connection that
 can read only the exact input files (DuckDB's ``allowed_paths``, external
@@ -50,13 +64,15 @@ then per (unit, group).  Figures: ``docs/benchmarks.md``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
+import threading
 
 from privloss.query.bounding import SelectionKey, is_canonical_integer
 from privloss.query.engines._codes import check_columns, column_kind, key_codes_of, text_ok
 from privloss.query.engines._files import exact_files
-from privloss.query.engines._sql import DUCKDB, bounded_sql
+from privloss.query.engines._sql import DUCKDB, bounded_sql, coded_pairs_sql
 from privloss.query.errors import computation_failed, log_engine_error
 from privloss.query.inputs import (FileInput, FrameInput, QueryInput, RelationInput,
                                    SparkFrameInput, SparkTable, describe_input,
@@ -64,7 +80,7 @@ from privloss.query.inputs import (FileInput, FrameInput, QueryInput, RelationIn
 from privloss.query.plan import ROW_SEED_OFFSET, GroupStatistics, QueryPlan
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "check", "run", "check_select", "memory_settings",
-           "import_duckdb", "open_source"]
+           "import_duckdb", "open_source", "LoadedFile", "load", "prepare"]
 
 #: Memory limit of privloss's own DuckDB connections: beyond it DuckDB spills to
 #: disk, so peak memory stays flat as the distinct (unit, group) pairs grow
@@ -210,15 +226,119 @@ def _frame_relation(con, inp: FrameInput):
     return con.from_arrow(frame)
 
 
+def _unreadable(inp, error, scan: bool):
+    """The error of a file that does not read: before a charge (``scan``) the
+    fixed ValueError of :func:`_file_relation`; while computing,
+    :class:`~privloss.query.errors.ComputationFailed`."""
+    if not scan:
+        return computation_failed(error, f"duckdb, {describe_input(inp)}")
+    error_id = log_engine_error(error, f"reading {describe_input(inp)}")
+    rule = "" if inp.format == "parquet" else \
+        " (UTF-8, a header row, every row with the header's number of fields)"
+    return ValueError(f"could not read {describe_input(inp)}: it is not a well-formed "
+                      f"{inp.format.upper()} file{rule}; error id {error_id} (the "
+                      f"reader's message is in the privloss.engine log)")
+
+
+class LoadedFile:
+    """The rows of a :class:`FileInput`'s files in the table ``rows`` of a
+    private in-memory database (``connection``: locked, as every connection of
+    ours; queries run on its cursors), and the pairs tables made from it
+    (:meth:`coded_pairs`).  :meth:`close` frees both."""
+
+    def __init__(self, connection, spill):
+        self.connection = connection
+        self._spill = spill
+        self._lock = threading.Lock()
+        self._pairs: dict = {}
+        self._numbers = itertools.count()
+
+    @classmethod
+    def read(cls, duckdb, inp: FileInput, scan: bool = True) -> "LoadedFile":
+        """Read ``inp``'s files whole (the reading rules of
+        :func:`_file_relation`, by SQL over our own text and the names as
+        parameters); a file that does not read raises as :func:`_unreadable`."""
+        limit_directory = memory_settings()[1]
+        spill = None if limit_directory is not None else \
+            tempfile.TemporaryDirectory(prefix="privloss-duckdb-")
+        holder = _Source()
+        connection = None
+        try:
+            names = _files_of(holder, inp)
+            connection = _locked_connection(duckdb, names, limit_directory or spill.name)
+            if inp.format == "parquet":
+                reader, parameters = "read_parquet(?)", [list(names)]
+            else:
+                # the header is the first line, nothing is a comment: without these the
+                # sniffer may take a malformed row for the header (and skip the rows
+                # above it) or a line for a comment, where _file_relation refuses the file
+                reader = ("read_csv(?, header = true, all_varchar = true, sep = ?, "
+                          "quote = '\"', escape = '\"', skip = 0, comment = '')")
+                parameters = [list(names), "\t" if inp.format == "tsv" else ","]
+            try:
+                connection.execute(f"CREATE TABLE rows AS SELECT * FROM {reader}",
+                                   parameters).fetchall()
+            except duckdb.Error as error:
+                raise _unreadable(inp, error, scan) from None
+        except BaseException:
+            if connection is not None:
+                connection.close()
+            if spill is not None:
+                spill.cleanup()
+            raise
+        finally:
+            holder.close()          # glob-free copies, if any: the rows are loaded
+        return cls(connection, spill)
+
+    def coded_pairs(self, duckdb, plan: QueryPlan, projected, kinds: list, inp) -> str:
+        """The name of the table of :func:`coded_pairs_sql` over ``projected``
+        (the rows projected onto u, g..), made on first use per (privacy unit,
+        group columns); a failure is :class:`ComputationFailed`."""
+        key = (plan.privacy_unit, tuple(plan.by))
+        with self._lock:            # one build at a time; a repeat finds the table
+            name = self._pairs.get(key)
+            if name is not None:
+                return name
+            name = f"pairs_{next(self._numbers)}"
+            groups = len(plan.by)
+            text = coded_pairs_sql(DUCKDB, "privloss_source", groups=groups,
+                                   unit_integer=kinds[0] == "integer",
+                                   group_integer=groups == 1 and kinds[1] == "integer")
+            try:
+                projected.query("privloss_source", text).create(name)
+            except duckdb.Error as error:
+                raise computation_failed(error, f"duckdb, {describe_input(inp)}") from None
+            self._pairs[key] = name
+            return name
+
+    def close(self) -> None:
+        with self._lock:
+            self._pairs = {}
+        self.connection.close()
+        if self._spill is not None:
+            self._spill.cleanup()
+            self._spill = None
+
+
+def load(inp: FileInput, scan: bool = True) -> LoadedFile:
+    """``inp``'s :class:`LoadedFile`: kept in ``inp.tables`` (read on first
+    use; see the module docstring)."""
+    duckdb = import_duckdb()
+    return inp.tables.get(("duckdb",) + inp.names, lambda: LoadedFile.read(duckdb, inp, scan))
+
+
 class _Source:
     """A relation and what to release after use (connection, file snapshots,
-    the private spill directory)."""
+    the private spill directory); ``loaded``: the :class:`LoadedFile` read
+    (``prepare``: keep its pairs tables)."""
 
     def __init__(self):
         self.relation = None
         self.connection = None
         self.snapshots = []
         self.spill = None
+        self.loaded = None
+        self.prepare = False
 
     def spill_directory(self) -> str:
         """The configured spill directory, else a fresh private one (mode 0700,
@@ -282,6 +402,12 @@ def _open(duckdb, inp, source: _Source, scan: bool = False) -> None:
                 from None
         if source.relation is None:
             raise ValueError(f"{describe_input(inp)} returns no rows: it must be a SELECT")
+        return
+    if isinstance(inp, FileInput) and inp.tables is not None:
+        source.loaded = load(inp, scan)
+        source.prepare = inp.tables.prepare
+        source.connection = source.loaded.connection.cursor()
+        source.relation = source.connection.table("rows")
         return
     if isinstance(inp, FileInput):
         names = _files_of(source, inp)
@@ -347,9 +473,26 @@ def check(plan: QueryPlan) -> None:
     source.close()
 
 
-def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_source"):
+def prepare(plan: QueryPlan) -> None:
+    """Read ``plan``'s source into the engine now if it carries
+    :class:`~privloss.query.inputs.LoadedTables` (a warm-up; nothing is
+    computed on its rows), and with ``prepare`` build the coded pairs a
+    count-only plan without a row filter reads (:meth:`LoadedFile.coded_pairs`),
+    so the first release on it does no more than later ones.  Errors as
+    :func:`check`'s, or :class:`ComputationFailed`."""
+    duckdb, inp, source, projected, kinds, _ = _opened(plan, scan=True)
+    try:
+        if source.prepare and not plan.value_columns and plan.where is None:
+            source.loaded.coded_pairs(duckdb, plan, projected, kinds, inp)
+    finally:
+        source.close()
+
+
+def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_source",
+                 coded_source: str | None = None):
     """The :class:`~privloss.query.engines._sql.BoundedSql` of ``plan`` over a
-    view ``source_name`` with columns u, g.., v.. of the given kinds."""
+    view ``source_name`` with columns u, g.., v.. of the given kinds
+    (``coded_source``: the table of its coded pairs, count-only plans)."""
     groups = len(plan.by)
     group_integer = groups == 1 and kinds[1] == "integer"
     key_texts = None if plan.keys is None else [tuple(map(str, k)) for k in plan.keys]
@@ -363,7 +506,7 @@ def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_sour
         group_key=SelectionKey.from_seed(plan.seed),
         row_key=SelectionKey.from_seed(plan.seed + ROW_SEED_OFFSET),
         quantile_columns=[plan.value_columns.index(c) for c in plan.quantile_columns],
-        bins=plan.quantile_bins, top=plan.top)
+        bins=plan.quantile_bins, top=plan.top, coded_source=coded_source)
 
 
 def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None,
@@ -404,10 +547,16 @@ def run(plan: QueryPlan) -> GroupStatistics:
     :class:`~privloss.query.errors.ComputationFailed`."""
     duckdb, inp, source, projected, kinds, floats = _opened(plan)
     try:
-        built = compile_plan(plan, kinds)
+        coded = None
+        if source.prepare and not plan.value_columns and plan.where is None:
+            coded = source.loaded.coded_pairs(duckdb, plan, projected, kinds, inp)
+        built = compile_plan(plan, kinds, coded_source=coded)
+        text = built.with_clause + "\n" + built.main
         try:
-            rows = projected.query("privloss_source",
-                                   built.with_clause + "\n" + built.main).fetchall()
+            if coded is None:
+                rows = projected.query("privloss_source", text).fetchall()
+            else:           # our SQL over our own tables on this cursor
+                rows = source.connection.execute(text).fetchall()
         except duckdb.Error as error:
             raise computation_failed(error, f"duckdb, {describe_input(inp)}") from None
     finally:

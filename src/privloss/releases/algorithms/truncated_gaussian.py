@@ -25,12 +25,18 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import erf, erfc, log_ndtr, ndtr, ndtri
 
 from privloss.bounds._numeric import log1mexp, round_up
 
 __all__ = ["failure_probability", "log_failure_probability", "solve_truncation",
            "sample_truncated_gaussian", "rounded_variance", "rounded_half_width"]
+
+def _special():
+    """scipy.special, imported on first use: it costs about half a second of
+    CPU, which every command importing the algorithms paid (issue 22 item 6)."""
+    import scipy.special
+    return scipy.special
+
 
 #: relative margin required between a computed probability and its target
 _MARGIN = 1e-9
@@ -43,7 +49,7 @@ _MAX_SIGMA_RATIO = 1e6
 def _log_mass_inside(c: float) -> float:
     """log(2 Phi(c) - 1) = log erf(c / sqrt 2), accurate for small and large c."""
     x = c / math.sqrt(2.0)
-    return math.log(erf(x)) if x < 1.0 else math.log1p(-erfc(x))
+    return math.log(_special().erf(x)) if x < 1.0 else math.log1p(-_special().erfc(x))
 
 
 def log_failure_probability(bound: float, sigma: float, linf: float) -> float:
@@ -59,8 +65,8 @@ def log_failure_probability(bound: float, sigma: float, linf: float) -> float:
     if sigma > _MAX_SIGMA_RATIO * linf:
         raise ValueError(f"sigma / linf must be at most {_MAX_SIGMA_RATIO:g}, got "
                          f"{sigma / linf:g}: p(C) is not resolvable in floating point there")
-    high = log_ndtr((linf - bound) / sigma)
-    low = log_ndtr(-bound / sigma)
+    high = _special().log_ndtr((linf - bound) / sigma)
+    low = _special().log_ndtr(-bound / sigma)
     if not low < high:   # the two tails rounded together: never report p = 0
         raise ArithmeticError(f"p(C) is not resolvable in floating point at C = {bound!r}, "
                               f"sigma = {sigma!r}")
@@ -114,7 +120,7 @@ def sample_truncated_gaussian(sigma: float, bound: float, size: int, source) -> 
         need = size - filled
         batch = need + need // 8 + 16
         bits = (source.random_words(batch) >> np.uint64(11)).astype(np.float64)
-        z = sigma * ndtri((bits + 0.5) / _TWO_TO_53)
+        z = sigma * _special().ndtri((bits + 0.5) / _TWO_TO_53)
         kept = z[np.abs(z) <= bound][:need]
         out[filled:filled + kept.size] = kept
         filled += kept.size
@@ -127,7 +133,7 @@ def _rounded_masses(sigma: float, bound: float) -> tuple[np.ndarray, np.ndarray]
     n = np.arange(-top, top + 1, dtype=np.float64)
     upper = np.minimum(n + 0.5, bound) / sigma
     lower = np.maximum(n - 0.5, -bound) / sigma
-    mass = np.clip(ndtr(upper) - ndtr(lower), 0.0, None)
+    mass = np.clip(_special().ndtr(upper) - _special().ndtr(lower), 0.0, None)
     return n, mass / mass.sum()
 
 
@@ -143,14 +149,14 @@ def _tail(t: float, sigma: float, bound: float) -> float:
         return 0.0
     c = bound / sigma
     inside = math.exp(_log_mass_inside(c))
-    value = 2.0 * (ndtr(-t / sigma) - ndtr(-c)) / inside   # small terms: no cancellation
+    value = 2.0 * (_special().ndtr(-t / sigma) - _special().ndtr(-c)) / inside   # no cancellation
     return min(1.0, round_up(max(value, 0.0), relative=_MARGIN))
 
 
 def rounded_half_width(sigma: float, bound: float, beta: float = 0.05) -> int:
     """Smallest integer ``w >= 0`` with ``P[|round(Z)| > w] = P[|Z| >= w + 1/2] <= beta``."""
     inside = math.exp(_log_mass_inside(bound / sigma))
-    quantile = sigma * ndtri(0.5 + 0.5 * (1.0 - beta) * inside)
+    quantile = sigma * _special().ndtri(0.5 + 0.5 * (1.0 - beta) * inside)
     w = max(0, math.ceil(quantile - 0.5))
     while _tail(w + 0.5, sigma, bound) > beta:
         w += 1
