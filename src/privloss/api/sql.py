@@ -49,11 +49,13 @@ def _declared(role: str, value) -> dict:
 
 def sql_parameters(query: str, *, tables: dict, privacy_unit: str, bounds: dict | None = None,
                    public_tables: dict | None = None, join_truncation=None,
-                   engine: str = "duckdb") -> dict:
+                   engine: str = "duckdb", schemas: dict | None = None) -> dict:
     """``data``, ``by``, ``aggregations``, ``where``, ``joins`` and
     ``join_truncation`` of :func:`privloss.aggregate` for ``query`` (what
     :func:`sql`, the CLI and the service release).  A query with joins reads
-    the schemas (column names) of its tables to resolve its columns, no row.
+    the schemas (column names) of its tables to resolve its columns, no row
+    (``schemas``: table name -> the columns to resolve against instead, e.g.
+    the service's granted columns).
     Raises :class:`~privloss.query.sql.UnsupportedSql` naming the construct,
     the undeclared table or the unresolvable column."""
     from privloss.query.sql import UnsupportedSql, parse_sql
@@ -86,7 +88,9 @@ def sql_parameters(query: str, *, tables: dict, privacy_unit: str, bounds: dict 
             raise UnsupportedSql(f"table {join.table!r} is not declared (private: "
                                  f"{sorted(tables)}, public: {sorted(public)})")
     aliases = {parsed.alias: parsed.table, **{j.alias: j.table for j in parsed.joins}}
-    schemas = {alias: tuple(engines.columns(declared[table], engine))
+    known = dict(schemas or {})
+    schemas = {alias: tuple(known[table]) if table in known else
+               tuple(engines.columns(declared[table], engine))
                for alias, table in aliases.items()}
     private = {alias for alias, table in aliases.items() if table in tables}
     sources = {alias: declared[table] for alias, table in aliases.items()}
