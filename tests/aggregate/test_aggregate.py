@@ -136,7 +136,8 @@ def test_dry_run_lists_each_measurement():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("SELECT g, COUNT(*) FROM t JOIN s ON t.a = s.a GROUP BY g", "joins"),
+    ("SELECT g, COUNT(*) FROM t CROSS JOIN s GROUP BY g", "cross joins"),
+    ("SELECT g, COUNT(*) FROM t JOIN s ON t.a < s.a GROUP BY g", "non-equi"),
     ("SELECT g, COUNT(*) FROM t GROUP BY g HAVING COUNT(*) > 2", "HAVING"),
     ("SELECT g, COUNT(*) FROM (SELECT * FROM t) GROUP BY g", "subqueries"),
     ("SELECT g, h, COUNT(*) FROM t GROUP BY g", "neither aggregated nor in GROUP BY"),

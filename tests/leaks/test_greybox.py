@@ -228,6 +228,27 @@ def cli_sql_where(directory, data):
                     "--json"])
 
 
+def cli_sql_public_join(directory, data):
+    """DP SQL grouped by a public table's column (issue 20 item 2)."""
+    regions = directory / "regions.csv"
+    regions.write_text("item,region\na,north\nb,north\nc,south\nd,south\n")
+    keys = directory / "region_keys.csv"
+    keys.write_text("region\nnorth\nsouth\n")
+    return run_cli(["sql", "SELECT r.region, COUNT(*) AS n FROM t JOIN r ON t.item = r.item "
+                    "WHERE r.region <> 'east' GROUP BY r.region", "--table", f"t={data}",
+                    "--public-table", f"r={regions}", "--privacy-unit", "user", "--epsilon",
+                    "1", "--keys", keys, "--seed", SEED, "--json"])
+
+
+def cli_sql_private_join(directory, data):
+    """A join of two private tables on the unit, truncated (issue 20 item 3):
+    the neighbour adds its unit to both."""
+    return run_cli(["sql", "SELECT t.item, COUNT(*) AS n FROM t JOIN t2 ON t.user = t2.user "
+                    "GROUP BY t.item", "--table", f"t={data}", "--table", f"t2={data}",
+                    "--join-truncation", "2", "--privacy-unit", "user", "--epsilon", "1",
+                    "--keys", _keys_file(directory, DOMAIN), "--seed", SEED, "--json"])
+
+
 def cli_histogram_where(directory, data):
     """--where on a histogram (issue 20)."""
     return run_cli(["histogram", data, *COLUMNS, "--where", "amount IS NOT NULL",
@@ -286,6 +307,8 @@ PATHS = {
     "cli-running-sql": ("csv", True, None, cli_running_sql, ()),
     "cli-histogram-where": ("csv", True, 1, cli_histogram_where, ()),
     "cli-aggregate-where-max-ledger": ("csv", True, 1, cli_aggregate_where_max_ledger, ()),
+    "cli-sql-public-join": ("csv", True, 1, cli_sql_public_join, ()),
+    "cli-sql-private-join": ("csv", True, 1, cli_sql_private_join, ()),
 }
 
 #: (path, kind) pairs that fail before the fixes, and why (audit items a-c)

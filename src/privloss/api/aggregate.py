@@ -68,6 +68,8 @@ class AggregateQuery:
     budget_split: dict | None
     plan: object
     where: object = None
+    joins: tuple = ()
+    join_truncation: int | None = None
 
     def key(self, data, seed) -> dict:
         keys_digest = None if self.keys is None else hashlib.sha256(
@@ -78,7 +80,14 @@ class AggregateQuery:
                 "epsilon": self.epsilon, "delta": self.delta, "keys": keys_digest,
                 "max_groups": self.max_groups, "max_rows_per_group": self.max_rows_per_group,
                 "noise": self.noise, "budget_split": self.budget_split, "seed": seed,
-                "data": data, **({} if self.where is None else {"where": self.where_text})}
+                "data": data, **({} if self.where is None else {"where": self.where_text}),
+                **({"joins": self.joins_described} if self.joins else {})}
+
+    @property
+    def joins_described(self) -> list:
+        """The joins' public description (tables, keys, columns, stability)."""
+        from privloss.query.joins import describe_joins
+        return describe_joins(self.joins, self.join_truncation)
 
     @property
     def where_text(self) -> str | None:
@@ -88,10 +97,17 @@ class AggregateQuery:
         from privloss.query.filters import describe
         return describe(self.where)
 
-    def query_plan(self, data, seed: int):
+    def query_plan(self, data, seed: int, join_data: tuple = ()):
         """The :class:`~privloss.query.plan.QueryPlan` the engine runs: this
-        query's bounding and statistics over ``data`` with bounding ``seed``."""
+        query's bounding and statistics over ``data`` with bounding ``seed``
+        (``join_data``: each join's prepared data, else its own source)."""
+        import dataclasses
+
         from privloss.query.plan import Bounding, QueryPlan
+
+        joins = tuple(join if data_ is None else dataclasses.replace(join, source=data_)
+                      for join, data_ in zip(self.joins, tuple(join_data) +
+                                             (None,) * len(self.joins)))
 
         return QueryPlan(source=data, privacy_unit=self.privacy_unit, by=self.by,
                          bounding=Bounding(self.max_groups, self.max_rows_per_group),
@@ -101,7 +117,8 @@ class AggregateQuery:
                          keys=None if self.keys is None else
                          tuple(tuple(map(str, key)) for key in self.keys),
                          measurements=tuple(a.name for a in self.aggregations),
-                         where=self.where, noise=self.noise,
+                         where=self.where, noise=self.noise, joins=joins,
+                         join_truncation=self.join_truncation,
                          budget_split={m.name: str(self.plan.strengths[m.name])
                                        for m in self.plan.measurements})
 
@@ -126,7 +143,8 @@ def _column(name: str, value) -> str:
 
 def make_query(*, privacy_unit, by, aggregations, epsilon, delta=0.0, keys=None,
                max_groups=1, max_rows_per_group=1, noise="laplace", budget_split=None,
-               grid_exponents=None, where=None) -> AggregateQuery:
+               grid_exponents=None, where=None, joins=(),
+               join_truncation=None) -> AggregateQuery:
     """Check every public parameter and calibrate (raises ValueError / TypeError)."""
     from privloss.releases.calibration import build_plan
 
@@ -153,8 +171,11 @@ def make_query(*, privacy_unit, by, aggregations, epsilon, delta=0.0, keys=None,
     if where is not None:
         from privloss.query.filters import check_filter
         where = check_filter(where)
+    from privloss.query.joins import check_joins
+    joins, join_truncation = check_joins(joins, join_truncation, privacy_unit)
     return AggregateQuery(privacy_unit, by, aggregations, epsilon, delta, keys, max_groups,
-                          max_rows_per_group, noise, budget_split, plan, where)
+                          max_rows_per_group, noise, budget_split, plan, where, joins,
+                          join_truncation)
 
 
 @dataclass(frozen=True)
@@ -251,6 +272,7 @@ def plan_aggregate(*, ledger=None, dataset=None, **parameters) -> dict:
 
     query = make_query(**parameters)
     out = {"dry_run": True, "command": "aggregate", "where": query.where_text,
+           **({"joins": query.joins_described} if query.joins else {}),
            **describe_plan(query),
            "events": [repr(e) for e in query.plan.events], "ledger": None}
     ledger, dataset = resolve_ledger(ledger, dataset)
@@ -301,7 +323,7 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
               keys=None, max_groups: int = 1, max_rows_per_group: int = 1, ledger=None,
               dataset: str | None = None, seed: int | None = None, engine: str = "duckdb",
               noise: str = "laplace", budget_split=None, grid_exponents=None,
-              consistent: bool = False, where=None):
+              consistent: bool = False, where=None, joins=(), join_truncation=None):
     """A private group-by (see the module docstring); returns an
     :class:`AggregateRelease`.  ``aggregations``: CLI-style strings
     (``"count"``, ``"count_distinct"``, ``"sum:COL:LOW:HIGH"``,
@@ -328,14 +350,18 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
             ledger=ledger, dataset=dataset, privacy_unit=privacy_unit, by=by,
             aggregations=aggregations, delta=delta, keys=keys, max_groups=max_groups,
             max_rows_per_group=max_rows_per_group, noise=noise, budget_split=budget_split,
-            grid_exponents=grid_exponents, where=where)
+            grid_exponents=grid_exponents, where=where, joins=joins,
+            join_truncation=join_truncation)
     query = make_query(privacy_unit=privacy_unit, by=by, aggregations=aggregations,
                        epsilon=epsilon, delta=delta, keys=keys, max_groups=max_groups,
                        max_rows_per_group=max_rows_per_group, noise=noise,
-                       budget_split=budget_split, grid_exponents=grid_exponents, where=where)
+                       budget_split=budget_split, grid_exponents=grid_exponents, where=where,
+                       joins=joins, join_truncation=join_truncation)
     events = query.plan.events
     ledger, dataset = api.resolve_ledger(ledger, dataset)
     api.check_paths(data)
+    for join in query.joins:
+        api.check_paths(join.source)
     if ledger is not None:      # refuse before reading, unless a stored answer may exist
         verdict = ledger.would_admit(dataset, query.key({"dry-run": secrets.token_hex(8)}, seed),
                                      events)
@@ -343,12 +369,18 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
         if not verdict["admitted"] and not api.may_be_stored(ledger, dataset, wanted):
             raise api.refusal(ledger, dataset, verdict)
     source = api.prepare_data(data, engine=engine)
+    joined: list = []
     try:
+        for join in query.joins:
+            joined.append(api.prepare_data(join.source, engine=engine))
+        fingerprint = source.fingerprint if not joined else \
+            {"from": source.fingerprint, "joins": [j.fingerprint for j in joined]}
         noise_source = None
         if seed is not None:
             from privloss.samplers import InsecureSeededSource
             noise_source = InsecureSeededSource(seed)
-        plan = query.query_plan(source.input, draw_seed() if seed is None else seed)
+        plan = query.query_plan(source.input, draw_seed() if seed is None else seed,
+                                tuple(j.input for j in joined))
         engines.check(plan, engine)
 
         def compute() -> dict:
@@ -371,13 +403,15 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
             return AggregateRelease(payload["rows"], payload["columns"], events, parameters,
                                     spent=spent, guarantee=guarantee,
                                     totals=payload.get("totals"))
-        key = {**query.key(source.fingerprint, seed), "consistent": consistent}
+        key = {**query.key(fingerprint, seed), "consistent": consistent}
         receipt = ledger.release_with_receipt(dataset, key, compute, events)
         payload = receipt.result
         return AggregateRelease(payload["rows"], payload["columns"], events, parameters,
                                 spent=api._ledger_spending(ledger, dataset, receipt.cached),
                                 cached=receipt.cached, totals=payload.get("totals"))
     finally:
+        for prepared in joined:
+            prepared.close()
         source.close()
 
 
@@ -391,4 +425,5 @@ def _parameters(query: AggregateQuery) -> dict:
             "strengths": {name: str(value) for name, value in plan.strengths.items()},
             "grids": {c: f"2^-{g.exponent}" for c, g in plan.grids.items()},
             "quantile_candidates": plan.quantile_bins + 1, "nulls": "dropped",
-            "guarantee": plan.guarantee, "where": query.where_text}
+            "guarantee": plan.guarantee, "where": query.where_text,
+            **({"joins": query.joins_described} if query.joins else {})}

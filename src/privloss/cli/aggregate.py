@@ -86,7 +86,7 @@ def _aggregations(args) -> list:
     return out
 
 
-def run_query(args, data, by, aggregations, where=None) -> int:
+def run_query(args, data, by, aggregations, where=None, joins=(), join_truncation=None) -> int:
     """Dry run or release of a checked query; prints the result."""
     from privloss.api.aggregate import aggregate, plan_aggregate
     from privloss.query.keys import read_keys_file
@@ -99,7 +99,9 @@ def run_query(args, data, by, aggregations, where=None) -> int:
                           epsilon=args.epsilon, delta=args.delta, keys=keys,
                           max_groups=args.max_groups,
                           max_rows_per_group=args.max_rows_per_group, noise=args.noise,
-                          where=where)
+                          where=where,
+                          **({"joins": joins, "join_truncation": join_truncation}
+                             if joins else {}))
         if args.epsilon == "max":
             from privloss.api.aggregate import max_epsilon_aggregate
             ledger = open_ledger_from_args(args)
@@ -139,6 +141,10 @@ def run_query(args, data, by, aggregations, where=None) -> int:
 
 def _print_plan(planned: dict) -> None:
     print("dry run: aggregate (nothing was read, charged or computed)")
+    for join in planned.get("joins", ()):
+        kind = "public" if join["public"] else "private"
+        print(f"  {join['kind']} join with {kind} table {join['table']} on "
+              f"{', '.join(join['on'])}: {join['stability']}")
     if planned.get("where"):
         print(f"  rows kept where {planned['where']} (a filter: no privacy cost)")
     for m in planned["measurements"]:

@@ -17,6 +17,10 @@ A plan holds, in the order an engine applies them:
    DataFrame (:func:`~privloss.query.inputs.resolve_input`);
 2. ``privacy_unit``: the column whose values are the units protected; rows
    with a null unit or a null group column are dropped;
+2b. ``joins`` (:mod:`privloss.query.joins`): equi-joins with public tables,
+   or with private tables on the unit after keeping at most
+   ``join_truncation`` rows per unit in each; every later step sees the
+   joined rows (the bounding runs after the joins);
 3. ``where``: a row filter (:mod:`privloss.query.filters`), applied to each
    row before anything else (1-stable: the cost is unchanged); ``by``: the
    group columns; ``keys``: public group keys (known domain:
@@ -123,6 +127,8 @@ class QueryPlan:
     where: object = None
     noise: str | None = None
     budget_split: dict | None = None
+    joins: tuple = ()
+    join_truncation: int | None = None
 
     def __post_init__(self):
         roles = self.roles or ("privacy_unit", "by")
@@ -151,6 +157,26 @@ class QueryPlan:
         if self.where is not None:
             from privloss.query.filters import check_filter
             check_filter(self.where)
+        self._check_joins()
+
+    def _check_joins(self) -> None:
+        from privloss.query.joins import check_joins
+
+        joins, truncation = check_joins(self.joins, self.join_truncation, self.privacy_unit)
+        object.__setattr__(self, "joins", joins)
+        object.__setattr__(self, "join_truncation", truncation)
+
+    @property
+    def base_columns(self) -> tuple:
+        """The columns read from ``source`` itself: every column the plan uses
+        (unit, groups, values, filter, join keys) not supplied by a join."""
+        joined = {name for join in self.joins for name in join.outputs}
+        used = [self.privacy_unit, *self.by, *self.value_columns]
+        if self.where is not None:
+            used += sorted(self.where.columns())
+        used += [key for join in self.joins for key in join.left_keys]
+        used += [self.privacy_unit for join in self.joins if not join.public]
+        return tuple(c for c in dict.fromkeys(used) if c not in joined)
 
     @property
     def role_names(self) -> tuple:

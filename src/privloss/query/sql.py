@@ -7,7 +7,14 @@ Supported (DuckDB dialect)::
 
     SELECT g1, g2, COUNT(*), COUNT(DISTINCT <privacy unit>), SUM(x), AVG(x),
            MEDIAN(x), QUANTILE(x, q), PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x)
-    FROM table [WHERE <filter>] GROUP BY g1, g2
+    FROM table [alias]
+         [[INNER | LEFT [OUTER]] JOIN other [alias] ON a.k = b.k [AND ...] | USING (k, ..)]..
+    [WHERE <filter>] GROUP BY g1, g2
+
+Columns may be qualified (``t.x``); joins (with declared public tables, or
+with a private table on the privacy unit) are parsed by
+:func:`privloss.query.joins.parse_from` and resolved against the tables'
+schemas by :func:`privloss.query.joins.resolve`.
 
 ``<filter>``: comparisons (``= <> != < <= > >=``), ``[NOT] IN (...)``,
 ``[NOT] BETWEEN``, ``IS [NOT] NULL``, ``[NOT] LIKE`` / ``ILIKE``, ``AND``,
@@ -19,7 +26,7 @@ unchanged).
 Every ``x`` needs declared bounds (``bounds={"x": (low, high)}``); the budget,
 contribution bounds and keys are parameters, not SQL.  Refused, each with its
 own message (:class:`UnsupportedSql`): several statements or not a SELECT,
-joins (or several tables), subqueries / CTEs, HAVING, DISTINCT, functions
+cross, natural, full, right, semi, anti and non-equi joins, ``FROM a, b``, subqueries / CTEs, HAVING, DISTINCT, functions
 in WHERE other than CAST,
 ORDER BY / LIMIT, window functions, a missing GROUP BY, a selected column not
 in GROUP BY, a GROUP BY expression that is not a column, aliases are
@@ -56,10 +63,22 @@ class UnsupportedSql(ValueError):
 
 @dataclass(frozen=True)
 class ParsedQuery:
+    """``table``: the FROM table (``alias``: its name in the query); with
+    ``joins`` (:class:`~privloss.query.joins.ParsedJoin`) the column
+    references may be qualified (:func:`~privloss.query.joins.split_reference`)
+    until :func:`~privloss.query.joins.resolve` names them."""
+
     table: str
     by: tuple
     aggregations: tuple
     where: object = None
+    alias: str | None = None
+    joins: tuple = ()
+
+    @property
+    def tables(self) -> tuple:
+        """The declared table names the query reads (FROM first)."""
+        return tuple(dict.fromkeys([self.table] + [j.table for j in self.joins]))
 
     @property
     def columns(self) -> tuple:
@@ -81,12 +100,23 @@ def _sqlglot():
 
 
 def _column_name(node, exp, what: str) -> str:
-    if not isinstance(node, exp.Column) or node.table:
-        raise UnsupportedSql(f"{what} must be a plain column name, got {node.sql()!r}")
+    """A column's name, or for ``t.x`` its qualified reference (resolved by
+    :func:`_unqualified` or :func:`privloss.query.joins.resolve`)."""
+    if not isinstance(node, exp.Column) or node.args.get("db") or not node.name:
+        raise UnsupportedSql(f"{what} must be a column name, got {node.sql()!r}")
+    if node.table:
+        from privloss.query.joins import qualified
+        return qualified(node.table, node.name)
     return node.name
 
 
+def _plain(reference: str) -> str:
+    from privloss.query.joins import split_reference
+    return split_reference(reference)[1]
+
+
 def _bounds(column: str, bounds: dict) -> tuple:
+    column = _plain(column)
     if column not in bounds:
         raise UnsupportedSql(f"column {column!r} is aggregated but has no bounds: pass "
                              f"--bounds {column}=LOW:HIGH")
@@ -102,8 +132,8 @@ def _aggregation(node, exp, bounds, privacy_unit):
             return Aggregation("count")
         if isinstance(inner, exp.Distinct):
             columns = inner.expressions
-            if len(columns) == 1 and _column_name(columns[0], exp, "COUNT(DISTINCT ...)") \
-                    == privacy_unit:
+            if len(columns) == 1 and _plain(_column_name(columns[0], exp,
+                                                         "COUNT(DISTINCT ...)")) == privacy_unit:
                 return Aggregation("count_distinct")
             raise UnsupportedSql("COUNT(DISTINCT ...) is supported for the privacy unit "
                                  f"column {privacy_unit!r} only")
@@ -160,19 +190,13 @@ def parse_sql(text: str, *, bounds: dict | None = None, privacy_unit: str | None
     select = statements[0]
     if not isinstance(select, exp.Select):
         raise UnsupportedSql(f"only SELECT is supported, got {type(select).__name__.upper()}")
-    if select.args.get("with"):
+    if select.args.get("with") or select.args.get("with_"):
         raise UnsupportedSql("WITH (common table expressions) is not supported")
-    if select.args.get("joins"):
-        raise UnsupportedSql("joins are not supported: query one table")
-    source = select.args.get("from_") or select.args.get("from")
-    if source is None:
-        raise UnsupportedSql("the query needs FROM <table>")
     if any(True for _ in select.find_all(exp.Subquery)) or \
             any(s is not select for s in select.find_all(exp.Select)):
         raise UnsupportedSql("subqueries are not supported")
-    table = source.this
-    if not isinstance(table, exp.Table) or table.args.get("db") or not table.name:
-        raise UnsupportedSql(f"FROM must name one table, got {source.sql()!r}")
+    from privloss.query.joins import parse_from
+    table, alias, joins = parse_from(select, exp)
     if select.args.get("having"):
         raise UnsupportedSql("HAVING is not supported (filtering on released values is "
                              "post-processing: filter the result instead)")
@@ -215,7 +239,23 @@ def parse_sql(text: str, *, bounds: dict | None = None, privacy_unit: str | None
                 "quantile", a.column, a.low, a.high, previous.quantiles + a.quantiles)
         else:
             merged.append(a)
-    return ParsedQuery(table.name, by, tuple(merged), where)
+    parsed = ParsedQuery(table, by, tuple(merged), where, alias, joins)
+    return parsed if joins else _unqualified(parsed)
+
+
+def _unqualified(parsed: ParsedQuery) -> ParsedQuery:
+    """A one-table query with its ``t.x`` references (t its name or alias) as ``x``."""
+    from privloss.query.joins import rename_references, split_reference
+
+    def name(reference):
+        table, column = split_reference(reference)
+        if table is not None and table != parsed.alias:
+            raise UnsupportedSql(f"unknown table {table!r} in {table}.{column} (the query "
+                                 f"reads {parsed.alias!r})")
+        return column
+
+    by, aggregations, where = rename_references(parsed, name)
+    return ParsedQuery(parsed.table, by, aggregations, where, parsed.alias)
 
 
 _CASTS = {"DOUBLE": "DOUBLE", "FLOAT": "DOUBLE", "DECIMAL": "DOUBLE", "INT": "BIGINT",

@@ -15,6 +15,7 @@ Definition
                                       # (default: <config>.state)
     trusted_proxies = ["127.0.0.1"]   # peers whose X-Forwarded-For is believed (default: none)
     session_hours = 8.0               # dashboard sessions expire on the server
+    public_tables = { regions = "regions.csv" }   # PUBLIC tables every dataset's SQL may JOIN
 
     [[dataset]]
     name = "retail"
@@ -27,6 +28,7 @@ Definition
     delta = 1e-6
     interaction = "fully-adaptive"    # or "adaptive" / "setwise" with plan = "plan.toml"
     window_days = 30                  # optional: a fresh budget every 30 days
+    public_tables = { fx = "fx.parquet" }   # optional: public tables of this dataset's SQL
 
     [[analyst]]
     name = "alice"
@@ -34,7 +36,11 @@ Definition
     epsilon = 0.5                     # optional cap on alice's own releases per dataset
     delta = 5e-7
 
-Relative paths are relative to the configuration file's directory.
+Relative paths are relative to the configuration file's directory.  A
+public table (CSV or Parquet; a name -> path table, service-wide or per
+dataset, the dataset's entry winning on a name clash) is data the operator
+declares public: every analyst of the dataset may read all its columns in a
+``JOIN`` of the ``/sql`` endpoint (docs/sql.md).
 
 Privacy guarantee
 -----------------
@@ -53,7 +59,7 @@ import math
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 __all__ = ["ServiceConfig", "DatasetConfig", "AnalystConfig", "ConfigError", "load_config",
@@ -86,6 +92,7 @@ class DatasetConfig:
     plan: Path | None = None
     window_days: int | None = None
     version: str | None = None
+    public_tables: dict = field(default_factory=dict)
 
     @property
     def engine(self) -> str:
@@ -157,7 +164,7 @@ def _dataset(entry, base: Path, number: int) -> DatasetConfig:
     if not isinstance(entry, dict):
         _fail(where, "must be a table")
     known = {"name", "path", "sql", "tables", "spark_table", "user_column", "columns", "epsilon",
-             "delta", "interaction", "plan", "window_days", "version"}
+             "delta", "interaction", "plan", "window_days", "version", "public_tables"}
     unknown = sorted(set(entry) - known)
     if unknown:
         _fail(where, f"unknown field(s) {', '.join(unknown)} (allowed: {', '.join(sorted(known))})")
@@ -207,13 +214,25 @@ def _dataset(entry, base: Path, number: int) -> DatasetConfig:
     version = entry.get("version")
     if version is not None and not isinstance(version, str):
         _fail(where, f"version must be a string (a snapshot id of the data), got {version!r}")
+    public = _public_tables(entry.get("public_tables", {}), base, where)
+    if name in public:
+        _fail(where, f"public_tables must not use the dataset's own name {name!r}")
     return DatasetConfig(
-        name=name, user_column=user, columns=columns, epsilon=epsilon, delta=delta,
+        public_tables=public, name=name, user_column=user, columns=columns, epsilon=epsilon, delta=delta,
         interaction=interaction,
         path=None if "path" not in entry else _path(base, entry["path"], where, "path"),
         sql=sql, spark_table=spark, tables=tables,
         plan=None if plan is None else _path(base, plan, where, "plan"),
         window_days=window, version=version)
+
+
+def _public_tables(value, base: Path, where: str) -> dict:
+    """``public_tables``: {name = path} of PUBLIC tables (CSV / Parquet) the
+    dataset's SQL may join; names are plain identifiers."""
+    if not isinstance(value, dict):
+        _fail(where, f"public_tables must be a table {{name = path}}, got {value!r}")
+    return {_identifier(where, "public_tables name", key):
+            _path(base, path, where, f"public_tables.{key}") for key, path in value.items()}
 
 
 def _analyst(entry, datasets: dict, number: int) -> AnalystConfig:
@@ -269,7 +288,7 @@ def config_from_dict(data: dict, base: Path, path: Path | None = None) -> Servic
         _fail("config", f"unknown section(s) {', '.join(unknown)} (allowed: service, "
                         f"[[dataset]], [[analyst]])")
     allowed = {"ledger", "tokens", "audit_log", "max_body_bytes", "rate", "burst", "state_dir",
-               "trusted_proxies", "session_hours"}
+               "trusted_proxies", "session_hours", "public_tables"}
     if not isinstance(service, dict) or set(service) - allowed:
         _fail("[service]", f"unknown field(s) {', '.join(sorted(set(service) - allowed))} "
                            f"(allowed: {', '.join(sorted(allowed))})")
@@ -293,6 +312,7 @@ def config_from_dict(data: dict, base: Path, path: Path | None = None) -> Servic
     proxies = _proxies(service.get("trusted_proxies", []))
     session_hours = _number("[service]", "session_hours", service.get("session_hours", 8.0),
                             low=0.01, high=24.0 * 30)
+    shared_public = _public_tables(service.get("public_tables", {}), base, "[service]")
     entries = data.get("dataset", [])
     if not isinstance(entries, list) or not entries:
         _fail("config", "declare at least one [[dataset]]")
@@ -301,7 +321,11 @@ def config_from_dict(data: dict, base: Path, path: Path | None = None) -> Servic
         dataset = _dataset(entry, base, number)
         if dataset.name in datasets:
             _fail(f"dataset {dataset.name!r}", "declared twice")
-        datasets[dataset.name] = dataset
+        public = {**shared_public, **dataset.public_tables}
+        if dataset.name in public:
+            _fail(f"dataset {dataset.name!r}", "a service-wide public table has the dataset's "
+                                               "own name")
+        datasets[dataset.name] = replace(dataset, public_tables=public)
     analysts: dict = {}
     for number, entry in enumerate(data.get("analyst", []), start=1):
         analyst = _analyst(entry, datasets, number)

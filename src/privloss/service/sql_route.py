@@ -16,7 +16,9 @@ the last step:
 1. the text is parsed with sqlglot (422 naming the unsupported part);
 2. the FROM name must be the dataset's own name (422): it only confirms which
    declared dataset is meant, the rows always come from the configuration's
-   source;
+   source; a ``JOIN`` may name only the dataset's public tables (the
+   configuration's ``public_tables``; 422 otherwise), whose columns are
+   public (joins of two private tables are not offered here);
 3. every column the query or ``bounds`` names must be declared for analysts
    (403, as for top-k); the privacy unit only inside
    ``COUNT(DISTINCT <unit>)``;
@@ -42,6 +44,7 @@ ledger read; a release one schema bind, one engine query and the noise per group
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Annotated
 
@@ -133,8 +136,8 @@ def _columns_named(text: str) -> list:
 
     try:
         statements = sqlglot.parse(text, read="duckdb")
-        return [column.name for statement in statements if statement is not None
-                for column in statement.find_all(exp.Column)]
+        return [(column.table or None, column.name) for statement in statements
+                if statement is not None for column in statement.find_all(exp.Column)]
     except SqlglotError:
         return []
     except RecursionError:      # e.g. NOT NOT NOT ...: refused as such, not a 500
@@ -166,8 +169,11 @@ def checked_query(dataset, body: dict):
             _refuse(f"column {_shown(column)!r} (in bounds) is not granted on dataset "
                     f"{dataset.name!r} (allowed: {', '.join(dataset.columns)})", "bounds",
                     status=403, outcome="forbidden-column")
-    for column in _columns_named(body["query"]):    # anywhere in the text, before its form
-        if column not in declared and column != dataset.user_column:
+    named = _columns_named(body["query"])
+    public = _public_schemas(dataset, body["query"])
+    readable = declared | {c for columns in public.values() for c in columns}
+    for _, column in named:       # anywhere in the text, before its form
+        if column not in readable and column != dataset.user_column:
             _refuse(f"column {_shown(column)!r} is not granted on dataset {dataset.name!r} "
                     f"(allowed: {', '.join(dataset.columns)})", "query", status=403,
                     outcome="forbidden-column")
@@ -187,6 +193,8 @@ def checked_query(dataset, body: dict):
     if parsed.table != dataset.name:
         _refuse(f"query: FROM names table {_shown(parsed.table)!r}; this endpoint queries "
                 f"dataset {dataset.name!r} only (write FROM \"{dataset.name}\")", "query")
+    if parsed.joins:
+        return _joined_query(dataset, body, parsed, named, public)
     # a filter may name the privacy unit too (still DP: it only selects whose rows enter)
     filtered = set() if parsed.where is None else parsed.where.columns()
     for column in parsed.columns:
@@ -216,6 +224,100 @@ def checked_query(dataset, body: dict):
                 else None)
 
 
+def _public_schemas(dataset, text: str) -> dict:
+    """The column names of the dataset's public tables (all public) when the
+    text may join one (it says JOIN), else none: nothing is read otherwise."""
+    if not dataset.public_tables or not re.search(r"(?i)\bjoin\b", text):
+        return {}
+    from privloss.query import engines
+
+    out = {}
+    for name, path in dataset.public_tables.items():
+        try:
+            out[name] = tuple(engines.columns(path, dataset.engine))
+        except (OSError, ValueError, TypeError):    # the operator's file, not the analyst
+            raise ServiceError(503, f"public table {name!r} of dataset {dataset.name!r} is not "
+                                    f"readable on this server (the operator must fix "
+                                    f"public_tables)", outcome="public-table-unavailable") \
+                from None
+    return out
+
+
+def _joined_query(dataset, body: dict, parsed, named: list, public: dict):
+    """:func:`checked_query` for a query with JOINs: only the dataset's public
+    tables may be joined (their columns are public), every column of the
+    dataset itself must be granted (403), the privacy unit only as in a query
+    without joins (counted distinct, filtered or a join key)."""
+    from privloss.api.aggregate import make_query
+    from privloss.api.sql import sql_parameters
+    from privloss.query.sql import UnsupportedSql
+
+    for join in parsed.joins:
+        if join.table not in public:
+            _refuse(f"query: JOIN names table {_shown(join.table)!r}, which is not a public "
+                    f"table of dataset {dataset.name!r} (public tables: "
+                    f"{', '.join(sorted(public)) or 'none'}; joins of private tables are not "
+                    f"available on the service)", "query")
+    declared = set(dataset.columns) | {dataset.user_column}
+    for table, column in named:
+        if table == parsed.alias and column not in declared:
+            _refuse(f"column {_shown(column)!r} is not granted on dataset {dataset.name!r} "
+                    f"(allowed: {', '.join(dataset.columns)})", "query", status=403,
+                    outcome="forbidden-column")
+    schemas = {dataset.name: tuple(dataset.columns) + (dataset.user_column,), **public}
+    try:
+        prepared = sql_parameters(
+            body["query"], tables={dataset.name: None},
+            public_tables={name: dataset.public_tables[name] for name in public},
+            privacy_unit=dataset.user_column, engine=dataset.engine, schemas=schemas,
+            bounds={c: tuple(b) for c, b in body.get("bounds", {}).items()})
+    except UnsupportedSql as error:
+        message = re.sub(r"pass --bounds (\w+)=LOW:HIGH", r'add "bounds": {"\1": [low, high]}',
+                         str(error))
+        _refuse(f"query: unsupported SQL: {message}", "query")
+    joined = {name for join in prepared["joins"] for name in join.outputs}
+    filtered = set() if prepared["where"] is None else prepared["where"].columns()
+    keys = {key for join in prepared["joins"] for key in join.left_keys}
+    used = list(prepared["by"]) + [a.column for a in prepared["aggregations"] if a.column]
+    for column in used + sorted(filtered) + sorted(keys):
+        if column in joined:
+            continue
+        if column not in dataset.columns and not (column == dataset.user_column
+                                                  and column in filtered | keys):
+            _refuse(f"column {_shown(column)!r} is not granted on dataset {dataset.name!r} "
+                    f"(allowed: {', '.join(dataset.columns)})", "query", status=403,
+                    outcome="forbidden-column")
+    try:
+        return make_query(privacy_unit=dataset.user_column, by=prepared["by"],
+                          aggregations=prepared["aggregations"], epsilon=body["epsilon"],
+                          delta=body.get("delta", 0.0), keys=body.get("keys"),
+                          max_groups=body.get("max_groups", 1),
+                          max_rows_per_group=body.get("max_rows_per_group", 1),
+                          noise=body.get("noise", "laplace"),
+                          budget_split=body.get("budget_split"), where=prepared["where"],
+                          joins=prepared["joins"])
+    except ArithmeticError:
+        _refuse("the parameters are outside the range the calibration can compute (see the "
+                "documented ranges)", None)
+    except (ValueError, TypeError) as error:
+        _refuse(str(error), None)
+
+
+def _public_marker(query, dataset) -> dict | None:
+    """What identifies the joined public tables' contents in a release's key
+    (size and modification time): a changed public table is a new query."""
+    if not query.joins:
+        return None
+    out = {}
+    for join in query.joins:
+        try:
+            status = os.stat(join.source)
+            out[join.table] = [str(join.source), status.st_size, status.st_mtime_ns]
+        except OSError:
+            out[join.table] = [str(join.source), None, None]
+    return out
+
+
 def _key(query, dataset, analyst, body: dict, data) -> dict:
     key = {**query.key(data, None), "command": "sql", "analyst": analyst.name,
            "consistent": bool(body.get("consistent", False))}
@@ -240,6 +342,7 @@ def plan_sql(ledger, dataset, analyst, body: dict, snapshot=None) -> dict:
     verdict = call_ledger(ledger.would_admit, name, key, query.plan.events,
                           analyst=analyst.name, analyst_budget=analyst.cap(dataset))
     return {"dry_run": True, "command": "sql", **describe_plan(query),
+            **({"joins": query.joins_described} if query.joins else {}),
             "by": list(query.by), "aggregations": [a.name for a in query.aggregations],
             "events": [repr(event) for event in query.plan.events],
             "fits": bool(verdict["admitted"]),
@@ -312,7 +415,10 @@ def run_sql(ledger, dataset, analyst, body: dict, snapshot=None) -> dict:
                 RuntimeError) as error:      # never echo a data-dependent message
             raise computation_failed(error, "service sql release") from None
 
-    key = _key(query, dataset, analyst, body, fingerprint(dataset, snapshot))
+    data = fingerprint(dataset, snapshot)
+    public = _public_marker(query, dataset)
+    key = _key(query, dataset, analyst, body,
+               data if public is None else {"from": data, "public": public})
     receipt = call_ledger(ledger.release_with_receipt, name, key, compute, events,
                           analyst=analyst.name, analyst_budget=analyst.cap(dataset))
     payload = dict(receipt.result)

@@ -58,7 +58,8 @@ from privloss.query.bounding import check_bounds, draw_seed
 from privloss.query.histogram import Histogram, check_domain, check_top
 from privloss.query.plan import Bounding, GroupStatistics, QueryPlan
 
-__all__ = ["ENGINES", "run", "check", "bounded_histogram", "bounded_aggregates", "check_input",
+__all__ = ["ENGINES", "run", "check", "columns", "bounded_histogram", "bounded_aggregates",
+           "check_input",
            "histogram_plan"]
 
 #: Engine name -> module implementing ``check(plan)`` and ``run(plan)``.
@@ -180,3 +181,18 @@ def bounded_aggregates(data, *, unit: str, by: tuple, value_columns: tuple, grid
                      quantile_columns=tuple(quantile_columns), quantile_bins=bins,
                      keys=None if key_texts is None else tuple(map(tuple, key_texts)))
     return run(plan, engine).groups
+
+
+def columns(data, engine: str = "duckdb") -> list:
+    """The column names of ``data`` (its public schema; no row is computed):
+    what :func:`privloss.query.joins.resolve` resolves a query's columns
+    against.  Raises ``ValueError`` / ``TypeError`` as :func:`check` does."""
+    if engine_module(engine).__name__.endswith("spark_engine"):
+        from privloss.query.engines.spark_engine import columns_of
+        return columns_of(data)
+    from privloss.query.engines.duckdb_engine import open_source
+    _, source = open_source(data)
+    try:
+        return [str(c) for c in source.relation.columns]
+    finally:
+        source.close()

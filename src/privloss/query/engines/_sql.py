@@ -18,7 +18,7 @@ from privloss.query.bounding import (CANONICAL_INTEGER, LANE_BITS, LANE_MASK,
                                          text_code_digits)
 
 __all__ = ["Dialect", "DUCKDB", "SPARK", "BoundedSql", "bounded_sql", "coded_pairs_sql",
-           "MISSING_UNITS"]
+           "MISSING_UNITS", "JoinSql", "joined_sql"]
 
 #: row code of a missing value (grid units are below 2^51 in magnitude)
 MISSING_UNITS = -(1 << 62)
@@ -298,3 +298,84 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
                           f"WHERE w{i} IS NOT NULL GROUP BY {glist}, {bin_sql}")
     main = f"SELECT {glist}, " + ", ".join(outputs) + f" FROM kept GROUP BY {glist}"
     return BoundedSql("WITH " + ",\n".join(ctes), _top(glist, main, top), bin_queries)
+
+
+@dataclass(frozen=True)
+class JoinSql:
+    """One join of :func:`joined_sql` in our names: the view ``view`` (columns
+    ``view_columns``), ``kind`` (``inner`` / ``left``), the equal ``left`` and
+    ``right`` columns (``as_text``: per key pair, compare the texts, for keys
+    of different types), the ``columns`` carried, and for a private table its
+    ``unit`` column (truncated before the join)."""
+
+    view: str
+    view_columns: tuple
+    kind: str
+    left: tuple
+    right: tuple
+    columns: tuple
+    as_text: tuple
+    unit: str | None = None
+
+
+def _row_text(dialect: Dialect, columns) -> str:
+    """``len(t):t`` per column (``n`` for a null), concatenated: distinct rows
+    have distinct texts."""
+    text = dialect.text
+    return " || ".join(f"(CASE WHEN {c} IS NULL THEN 'n' ELSE CAST(length(CAST({c} AS {text})) "
+                       f"AS {text}) || ':' || CAST({c} AS {text}) END)" for c in columns)
+
+
+def _truncated(dialect: Dialect, prefix: str, view: str, columns: list, unit: str,
+               rows: int, key: SelectionKey) -> list:
+    """CTEs ending in ``prefix``: per unit (a null unit dropped), its ``rows``
+    rows of smallest ``(key(code(u), code(row)), code(row), row)``, ``code(row)``
+    the md5 prefix of :func:`_row_text`.  A unit's choice depends on its own
+    rows only (the key is keyed by the seed, not by other units' data)."""
+    text, listed = dialect.text, ", ".join(columns)
+    ucode = _text_code(dialect, f"CAST({unit} AS {text})")
+    rcode = dialect.md5_code(f"({_row_text(dialect, columns)})")
+    ctes = [f"{prefix}_in AS (SELECT {listed}, {ucode} AS uc, {rcode} AS rc FROM {view} "
+            f"WHERE {unit} IS NOT NULL)"]
+    ctes += _key_ctes(dialect, f"{prefix}_k", f"{prefix}_in", list(columns) + ["uc", "rc"],
+                      key, "uc", "rc")
+    order = ", ".join(["m", "rc"] + [f"{c} ASC NULLS LAST" for c in columns])
+    ctes.append(f"{prefix} AS (SELECT {listed} FROM (SELECT {listed}, row_number() OVER "
+                f"(PARTITION BY {unit} ORDER BY {order}) AS tn FROM {prefix}_k_d) "
+                f"WHERE tn <= {int(rows)})")
+    return ctes
+
+
+def joined_sql(dialect: Dialect, base: str, base_columns: list, joins: list, *,
+               unit: str, truncation: int | None = None, keys: list | None = None) -> str:
+    """One ``SELECT`` of the base view's ``base_columns`` and every join's
+    ``columns``: the plan's joins (:mod:`privloss.query.joins`) as hash
+    joins on our own names.  With ``truncation`` (joins of private tables)
+    the base view and every private join's view first keep at most
+    ``truncation`` rows per unit (:func:`_truncated`, ``keys[k]`` the
+    selection key of table k, 0 the base)."""
+    ctes, source = [], base
+    private = [join for join in joins if join.unit is not None]
+    if private:
+        ctes += _truncated(dialect, "t0", base, list(base_columns), unit, truncation, keys[0])
+        source = "t0"
+    sources = []
+    for index, join in enumerate(joins, start=1):
+        view = join.view
+        if join.unit is not None:
+            ctes += _truncated(dialect, f"t{index}", view, list(join.view_columns), join.unit,
+                               truncation, keys[index])
+            view = f"t{index}"
+        sources.append(view)
+    text = dialect.text
+    clauses = []
+    for join, view in zip(joins, sources):
+        conditions = " AND ".join(
+            f"CAST({left} AS {text}) = CAST({right} AS {text})" if as_text
+            else f"{left} = {right}"
+            for left, right, as_text in zip(join.left, join.right, join.as_text))
+        clauses.append(f"{'LEFT' if join.kind == 'left' else 'INNER'} JOIN {view} "
+                       f"ON {conditions}")
+    selected = ", ".join(list(base_columns) + [c for join in joins for c in join.columns])
+    with_clause = ("WITH " + ",\n".join(ctes) + "\n") if ctes else ""
+    return f"{with_clause}SELECT {selected} FROM {source} " + " ".join(clauses)

@@ -440,8 +440,12 @@ def _opened(plan: QueryPlan, scan: bool = False):
     inp = resolve_input(plan.source)
     source = _Source()
     try:
-        _open(duckdb, inp, source, scan)
-        relation = source.relation
+        if plan.joins:          # every table on one private connection, joined first
+            from privloss.query.engines.duckdb_joins import open_joined
+            relation = source.relation = open_joined(duckdb, inp, plan, source, scan)
+        else:
+            _open(duckdb, inp, source, scan)
+            relation = source.relation
         check_columns(list(relation.columns), list(relation.types), plan, describe_input(inp),
                       text_ok(inp))
         if plan.where is not None:      # row filters first: 1-stable, before the bounding

@@ -41,7 +41,7 @@ from privloss.query.inputs import (FileInput, FrameInput, QueryInput, RelationIn
                                    resolve_input)
 from privloss.query.plan import ROW_SEED_OFFSET, GroupStatistics, QueryPlan
 
-__all__ = ["check", "run", "check_single_query", "get_session"]
+__all__ = ["check", "run", "check_single_query", "get_session", "columns_of"]
 
 _KINDS = {"ByteType": "integer", "ShortType": "integer", "IntegerType": "integer",
           "LongType": "integer", "StringType": "text", "FloatType": "numeric",
@@ -181,13 +181,45 @@ def integral_as_text(functions, column):
 FLOAT_TYPES = ("FloatType", "DoubleType")
 
 
-def _opened(plan: QueryPlan, snapshots: list):
+def _joined_frame(plan: QueryPlan, inp, snapshots: list, views: list):
+    """The plan's joins (:mod:`privloss.query.joins`) as one DataFrame named as
+    the plan names its columns: every table projected onto our own names,
+    registered as temporary views (``views``, dropped by the caller), joined by
+    :func:`~privloss.query.engines._sql.joined_sql` in Spark SQL."""
+    from privloss.query.engines.duckdb_joins import (internal_joins, join_statement,
+                                                     joined_inputs, output_names)
+
+    _, _, functions = _import_spark()
+    frames = [_frame(item, snapshots) for item in joined_inputs(plan, inp)]
+    base_fields = frames[0].schema.fields
+    base_internal, internal, joins, projections = internal_joins(
+        plan, {f.name: _type_name(f.dataType) for f in base_fields},
+        [frame.columns for frame in frames[1:]],
+        [[_type_name(f.dataType) for f in frame.schema.fields] for frame in frames[1:]])
+    prefix = f"privloss_join_{secrets.token_hex(8)}"
+    renamed = {}
+    for k, (frame, projection) in enumerate(zip(frames, projections)):
+        view = f"{prefix}_t{k}"
+        frame.select(*[functions.col("`" + column.replace("`", "``") + "`").alias(name)
+                       for column, name in projection]).createOrReplaceTempView(view)
+        views.append(view)
+        renamed[f"privloss_t{k}"] = view
+    import dataclasses
+    joins = [dataclasses.replace(join, view=renamed[join.view]) for join in joins]
+    joined = frames[0].sparkSession.sql(join_statement(plan, SPARK, f"{prefix}_t0",
+                                                       base_internal, internal, joins))
+    return joined.select(*[functions.col(internal[name]).alias(name)
+                           for name in output_names(plan)])
+
+
+def _opened(plan: QueryPlan, snapshots: list, views: list | None = None):
     """(resolved input, the frame projected onto u, g.., v.., its kinds, the key
     columns written as integer text)."""
     _, _, functions = _import_spark()
     inp = resolve_input(plan.source)
     try:
-        frame = _frame(inp, snapshots)
+        frame = _joined_frame(plan, inp, snapshots, views) if plan.joins else \
+            _frame(inp, snapshots)
         fields = frame.schema.fields
     except _spark_error_types() as error:
         raise ValueError(f"could not read {describe_input(inp)}: "
@@ -221,9 +253,12 @@ def _opened(plan: QueryPlan, snapshots: list):
 def check(plan: QueryPlan) -> None:
     """Analyse the plan's source (no rows computed) and check its columns."""
     snapshots: list = []
+    views: list = []
     try:
-        _opened(plan, snapshots)
+        _opened(plan, snapshots, views)
     finally:
+        for view in views:
+            get_session().catalog.dropTempView(view)
         for snapshot in snapshots:
             snapshot.close()
 
@@ -238,7 +273,7 @@ def run(plan: QueryPlan) -> GroupStatistics:
     views: list = []
     kept = None
     try:
-        inp, projected, kinds, floats = _opened(plan, snapshots)
+        inp, projected, kinds, floats = _opened(plan, snapshots, views)
         groups = len(plan.by)
         group_integer = groups == 1 and kinds[1] == "integer"
         key_texts = None if plan.keys is None else [tuple(map(str, k)) for k in plan.keys]
@@ -273,6 +308,10 @@ def run(plan: QueryPlan) -> GroupStatistics:
                 kept.unpersist()
             for view in views:
                 session.catalog.dropTempView(view)
+    except BaseException:
+        for view in views:          # a join's views, when the plan failed before running
+            get_session().catalog.dropTempView(view)
+        raise
     finally:
         for snapshot in snapshots:
             snapshot.close()
@@ -282,3 +321,13 @@ def run(plan: QueryPlan) -> GroupStatistics:
             histograms.setdefault((i, tuple(row[:groups])), {})[int(row[groups])] = \
                 int(row[groups + 1])
     return statistics_of(plan, [tuple(row) for row in main], histograms, floats)
+
+
+def columns_of(data) -> list:
+    """The column names of ``data`` in Spark (no rows computed)."""
+    snapshots: list = []
+    try:
+        return list(_frame(resolve_input(data), snapshots).columns)
+    finally:
+        for snapshot in snapshots:
+            snapshot.close()
