@@ -1,6 +1,7 @@
 """``privloss.sql(query, tables=..., privacy_unit=..., bounds=..., ...)``: a DP
 SQL query, parsed into a group-by plan and released like
-:func:`privloss.aggregate`.
+:func:`privloss.aggregate` (``GROUP BY ROLLUP(...)``: like
+:func:`privloss.rollup`, returning a ``RollupRelease``).
 
 >>> import privloss                                                      # doctest: +SKIP
 >>> release = privloss.sql("SELECT Country, COUNT(*), AVG(Price) FROM orders GROUP BY Country",
@@ -48,5 +49,10 @@ def sql(query: str, *, tables: dict, privacy_unit: str, bounds: dict | None = No
     if parsed.table not in tables:
         raise UnsupportedSql(f"table {parsed.table!r} is not declared (declared: "
                              f"{sorted(tables)})")
+    if parsed.rollup:
+        from privloss.api.rollup import rollup
+        return rollup(tables[parsed.table], privacy_unit=privacy_unit, by=list(parsed.by),
+                      aggregations=list(parsed.aggregations), where=parsed.where,
+                      **parameters)
     return aggregate(tables[parsed.table], privacy_unit=privacy_unit, by=list(parsed.by),
                      aggregations=list(parsed.aggregations), where=parsed.where, **parameters)

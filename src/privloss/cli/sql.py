@@ -59,4 +59,4 @@ def run(args) -> int:
         raise CommandError(f"table {parsed.table!r} is not declared: pass --table "
                            f"{parsed.table}=PATH")
     return run_query(args, tables[parsed.table], list(parsed.by), list(parsed.aggregations),
-                     parsed.where)
+                     parsed.where, rollup=parsed.rollup)

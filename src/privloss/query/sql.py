@@ -9,6 +9,10 @@ Supported (DuckDB dialect)::
            MEDIAN(x), QUANTILE(x, q), PERCENTILE_CONT(q) WITHIN GROUP (ORDER BY x)
     FROM table [WHERE <filter>] GROUP BY g1, g2
 
+``GROUP BY ROLLUP(g1, g2)`` (alone in GROUP BY) sets ``rollup``: the release
+is :func:`privloss.rollup` (subtotals at every level, COUNT(*) and
+COUNT(DISTINCT unit) only).
+
 ``<filter>``: comparisons (``= <> != < <= > >=``), ``[NOT] IN (...)``,
 ``[NOT] BETWEEN``, ``IS [NOT] NULL``, ``[NOT] LIKE`` / ``ILIKE``, ``AND``,
 ``OR``, ``NOT``, ``+ - * /`` on numbers, ``CAST(x AS DOUBLE | BIGINT |
@@ -60,6 +64,7 @@ class ParsedQuery:
     by: tuple
     aggregations: tuple
     where: object = None
+    rollup: bool = False
 
     @property
     def columns(self) -> tuple:
@@ -186,7 +191,15 @@ def parse_sql(text: str, *, bounds: dict | None = None, privacy_unit: str | None
     group = select.args.get("group")
     if group is None or not group.expressions:
         raise UnsupportedSql("the query needs GROUP BY (one or more columns)")
-    by = tuple(_column_name(node, exp, "each GROUP BY item") for node in group.expressions)
+    items, rollup = group.expressions, False
+    if any(isinstance(node, exp.Rollup) for node in items):
+        if len(items) != 1 or not items[0].expressions:
+            raise UnsupportedSql("ROLLUP must be the whole GROUP BY: GROUP BY ROLLUP(a, b, ...)")
+        items, rollup = items[0].expressions, True
+    if group.args.get("cube") or group.args.get("grouping_sets") or any(
+            isinstance(node, (exp.Cube, exp.GroupingSets)) for node in items):
+        raise UnsupportedSql("CUBE and GROUPING SETS are not supported (ROLLUP is)")
+    by = tuple(_column_name(node, exp, "each GROUP BY item") for node in items)
     aggregations = []
     for node in select.expressions:
         inner = node.this if isinstance(node, exp.Alias) else node
@@ -215,7 +228,7 @@ def parse_sql(text: str, *, bounds: dict | None = None, privacy_unit: str | None
                 "quantile", a.column, a.low, a.high, previous.quantiles + a.quantiles)
         else:
             merged.append(a)
-    return ParsedQuery(table.name, by, tuple(merged), where)
+    return ParsedQuery(table.name, by, tuple(merged), where, rollup)
 
 
 _CASTS = {"DOUBLE": "DOUBLE", "FLOAT": "DOUBLE", "DECIMAL": "DOUBLE", "INT": "BIGINT",
