@@ -75,6 +75,11 @@ class RollupQuery:
         return self.budget.events
 
     @property
+    def value_columns(self) -> tuple:
+        """Columns whose values are read (none: counts only)."""
+        return ()
+
+    @property
     def where_text(self) -> str | None:
         if self.where is None:
             return None
