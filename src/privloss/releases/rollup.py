@@ -348,8 +348,8 @@ def release_rollup(budget: RollupBudget, leaves: list, *, keys=None, consistent:
     """The JSON payload: ``rows`` (one per kept node, SQL ROLLUP's shape:
     ``group`` with ``None`` for the rolled-up columns, ``level``, ``values``,
     ``ci95``, ``ci95_guaranteed``, ``variance`` per measure), ``others`` (the
-    *other* nodes: ``parent`` group, ``level``, the same fields), ``columns``
-    and the per-measure hierarchy plans."""
+    *other* nodes: ``parent`` group, ``level``, the same fields) and
+    ``columns``."""
     tree = rollup_tree(leaves, budget, keys=keys, source=source)
     # levels below the deepest selected one are empty: the tree stops there
     sizes = tuple(size for size in tree.sizes if size > 0)
@@ -385,6 +385,4 @@ def release_rollup(budget: RollupBudget, leaves: list, *, keys=None, consistent:
                                **entry})
             else:
                 rows.append({"group": label + [None] * (budget.levels - level), **entry})
-    return {"rows": rows, "others": others, "columns": list(budget.measures),
-            "sizes": list(sizes),
-            "hierarchy": {m: r.plan.describe() for m, r in releases.items()}}
+    return {"rows": rows, "others": others, "columns": list(budget.measures)}
