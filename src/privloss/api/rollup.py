@@ -110,9 +110,9 @@ class RollupQuery:
 
     def describe(self) -> dict:
         """The cost and the split (public): the selection and each measure's
-        budget; with keys also the split across levels, the expected variance
-        and 95% half-width of a node of each level (regular tree of the keys'
-        level sizes)."""
+        budget; with keys also the split across levels, the mean exact
+        variance and the largest 95% half-width of each level's nodes (the
+        keys' tree)."""
         from privloss.releases._levels import Z95
 
         out = self.budget.describe()
@@ -120,16 +120,17 @@ class RollupQuery:
             out["level_split"] = ("the variance-minimising split for the selected tree's level "
                                   "sizes (post-processing of the selection)")
             return out
-        sizes = [len({tuple(map(str, key[:level])) for key in self.keys})
-                 for level in range(len(self.by) + 1)]
+        from privloss.releases.rollup import rollup_tree, tree_variances
+
+        tree = rollup_tree([], self.budget, keys=self.keys)       # the keys' structure only
         out["level_split"] = {}
         for a in self.aggregations:
-            plan = self.budget.plan(a.name, sizes)
-            variances = plan.expected_variances()
+            plan = self.budget.plan(a.name, tree.parents, tree.sizes)
+            variances = tree_variances(plan.noise.variances(), tree.parents, tree.sizes)
             out["level_split"][a.name] = {
-                "sizes": sizes, "budget_shares": list(plan.shares),
-                "expected_variance_by_level": variances.tolist(),
-                "ci95_half_width_by_level": [float(Z95 * v ** 0.5) for v in variances]}
+                "sizes": list(tree.sizes), "budget_shares": list(plan.shares),
+                "mean_variance_by_level": [float(v.mean()) for v in variances],
+                "ci95_half_width_by_level": [float(Z95 * v.max() ** 0.5) for v in variances]}
         return out
 
 

@@ -25,9 +25,12 @@ Which nodes exist:
   minus its kept children's), so that the tree still adds up; every other
   child is a leaf.  The selection's noisy counts are not released.
 
-Then :func:`privloss.releases.hierarchy.plan_hierarchy` on the nodes' level
-sizes (noise on every node, one law per level, the variance-minimising split
-of the measurement budget across levels), the BLUE, exact variances, 95%
+Then a :class:`~privloss.releases.hierarchy.HierarchyPlan` on the tree:
+noise on every node, one law per level, the measurement budget split across
+levels to minimise the sum over levels of the mean exact BLUE variance of the
+level's nodes in *this* tree (:func:`tree_variances`; a selected tree has
+leaves on inner levels, which the regular-tree split of ``plan_hierarchy``
+would leave with almost no budget), then the BLUE, exact variances, 95%
 intervals (``ci95`` normal, ``ci95_guaranteed`` sound) and with
 ``consistent`` non-negative integers adding up at every level
 (:class:`~privloss.releases.hierarchy.HierarchyRelease`).  Measures:
@@ -90,7 +93,7 @@ import numpy as np
 from privloss.events import ApproxDP, PureDP, ZCDP
 
 __all__ = ["MEASURES", "RollupBudget", "plan_rollup", "rollup_tree", "RollupTree",
-           "release_rollup", "MAX_LEVELS"]
+           "release_rollup", "tree_variances", "MAX_LEVELS"]
 
 #: measure -> the engine statistic it sums
 MEASURES = {"count": "rows", "count_distinct": "distinct"}
@@ -128,13 +131,22 @@ class RollupBudget:
         return level_bounds(self.levels + 1, max_leaves=self.max_groups, per_leaf=per_leaf,
                             leaves_below=below)
 
-    def plan(self, measure: str, sizes):
-        """The hierarchy plan of ``measure`` on a tree with these level sizes."""
-        from privloss.releases.hierarchy import plan_hierarchy
+    def plan(self, measure: str, parents, sizes):
+        """The hierarchy plan of ``measure`` on this tree (``parents`` and level
+        ``sizes``): the split across levels minimises the sum over levels of
+        the mean BLUE variance of the level's nodes *in this tree* (leaves on
+        inner levels included, which the regular-tree objective of
+        :func:`~privloss.releases.hierarchy.plan_hierarchy` would starve)."""
+        from privloss.releases._levels import optimal_shares, plan_noise
+        from privloss.releases.hierarchy import HierarchyPlan
 
         sizes = tuple(sizes)
-        return plan_hierarchy(sizes, self.level_bounds(measure)[:len(sizes)], noise=self.noise,
-                              budget=self.measure_budget)
+        bounds = self.level_bounds(measure)[:len(sizes)]
+        shares = optimal_shares(self.noise, bounds, lambda variances: float(sum(
+            level.mean() for level in tree_variances(variances, parents, sizes))))
+        noise = plan_noise(self.noise, bounds, self.measure_budget, shares)
+        return HierarchyPlan(sizes, noise, tuple(float(s) / float(np.sum(shares))
+                                                 for s in shares))
 
     def describe(self) -> dict:
         out = {"levels": self.levels + 1, "measures": list(self.measures),
@@ -229,6 +241,17 @@ def plan_rollup(*, levels: int, measures, epsilon: float, delta: float = 0.0,
     guarantee = {"epsilon": result.epsilon, "delta": delta, "bound": result.bound}
     return RollupBudget(levels, measures, noise, max_groups, max_rows, scale, threshold,
                         delta_selection, budget, events, guarantee)
+
+
+def tree_variances(noise_variances, parents, sizes) -> tuple:
+    """Per level: the exact BLUE variance of every node of this tree for these
+    per-level noise variances (:func:`privloss.releases._tree.blue`; the
+    variances do not depend on the measured values)."""
+    from privloss.releases._tree import blue
+
+    depth = len(sizes)
+    zeros = [np.zeros(size) for size in sizes]
+    return blue(zeros, noise_variances, [np.zeros(1)] * depth, list(parents)[:depth]).variances
 
 
 @dataclass(frozen=True)
@@ -357,7 +380,7 @@ def release_rollup(budget: RollupBudget, leaves: list, *, keys=None, consistent:
         raise AssertionError("a level below an empty level holds nodes")
     releases = {}
     for measure in budget.measures:
-        plan = budget.plan(measure, sizes)
+        plan = budget.plan(measure, tree.parents, sizes)
         releases[measure] = plan.release(tree.values[measure][:len(sizes)],
                                          tree.parents[:len(sizes)],
                                          consistent=consistent, nonnegative=True,
