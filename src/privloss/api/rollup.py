@@ -117,8 +117,8 @@ class RollupQuery:
 
         out = self.budget.describe()
         if self.keys is None:
-            out["level_split"] = ("the variance-minimising split for the selected tree's level "
-                                  "sizes (post-processing of the selection)")
+            out["level_split"] = ("chosen on the selected tree: the least sum over levels of "
+                                  "the mean variance (post-processing of the selection)")
             return out
         from privloss.releases.rollup import rollup_tree, tree_variances
 
