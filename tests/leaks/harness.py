@@ -11,7 +11,8 @@ arXiv:2602.17454, found 13 violations in 12 DP libraries this way).
 What is masked (and nothing else):
 
 * noisy values: every field but the label of a release's ``items`` / an
-  aggregate's ``rows`` (``count``, ``ci95``, ``values``), and ``totals``
+  aggregate's ``rows`` / a rollup's ``others`` (``count``, ``ci95``,
+  ``values``), and ``totals``
   (elsewhere, e.g. an event's ``count``, nothing is masked); a masked value
   keeps its type name
   (``Noisy("int")``), so an int turning into a float is still a difference;
@@ -317,7 +318,7 @@ def mask_json(value, *, public_keys: bool):
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
-            if key in ("items", "rows") and isinstance(item, list) and all(
+            if key in ("items", "rows", "others") and isinstance(item, list) and all(
                     isinstance(row, dict) for row in item):
                 out[key] = _mask_rows(item, public_keys)
             elif key == "periods" and isinstance(item, list):

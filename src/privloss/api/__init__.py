@@ -1,5 +1,5 @@
 """The public API: ``privloss.topk``, ``histogram``, ``aggregate``, ``sql``,
-``plan`` and ``max_epsilon``.
+``rollup``, ``plan`` and ``max_epsilon``.
 
 Each call checks its public parameters, builds the release's events, charges
 the ledger (:mod:`privloss.budget`) when one is given and only then runs the
@@ -17,5 +17,6 @@ _EXPORTS = {
     "privloss.api.protocol": ("histogram", "topk"),
     "privloss.api.planning": ("max_epsilon", "plan"),
     "privloss.api.sql": ("sql",),
+    "privloss.api.rollup": ("rollup", "plan_rollup", "RollupRelease"),
 }
 __getattr__, __dir__, __all__ = lazy_exports("privloss.api", _EXPORTS)

@@ -47,7 +47,8 @@ import datetime as dt
 import secrets
 from dataclasses import dataclass
 
-__all__ = ["running", "RunningRequest", "make_running_request", "RunningResult"]
+__all__ = ["running", "RunningRequest", "make_running_request", "RunningResult",
+           "compute_running"]
 
 #: failures inside the computation that become the fixed "computation failed" error
 _COMPUTE_ERRORS = (ValueError, TypeError, LookupError, ArithmeticError, MemoryError, OSError,
@@ -210,6 +211,20 @@ def _compute(request: RunningRequest, data_input, seed):
             "parameters": {**request.plan_summary(), "nulls": "dropped",
                            "seed": "INSECURE" if seed is not None else None},
             "events": [repr(event) for event in request.events]}
+
+
+def compute_running(request: RunningRequest, data_input, seed=None,
+                    what: str = "running release") -> dict:
+    """The payload of a planned request over a bound input (runs after the
+    charge); a failure becomes the fixed ``ComputationFailed``."""
+    from privloss.query.errors import ComputationFailed, computation_failed
+
+    try:
+        return _compute(request, data_input, seed)
+    except ComputationFailed:
+        raise
+    except _COMPUTE_ERRORS as error:       # never echo a data-dependent message
+        raise computation_failed(error, what) from None
 
 
 def running(data, *, privacy_unit: str, time_column: str, period: str, start, end,

@@ -1,6 +1,7 @@
 """``privloss.sql(query, tables=..., privacy_unit=..., bounds=..., ...)``: a DP
 SQL query, parsed into a group-by plan and released like
-:func:`privloss.aggregate`.
+:func:`privloss.aggregate` (``GROUP BY ROLLUP(...)``: like
+:func:`privloss.rollup`, returning a ``RollupRelease``).
 
 >>> import privloss                                                      # doctest: +SKIP
 >>> release = privloss.sql("SELECT Country, COUNT(*), AVG(Price) FROM orders GROUP BY Country",
@@ -77,8 +78,11 @@ def sql_parameters(query: str, *, tables: dict, privacy_unit: str, bounds: dict 
         if join_truncation is not None:
             raise ValueError("join_truncation applies to joins of two private tables only; "
                              "the query has no join")
-        return {**out, "by": list(parsed.by), "aggregations": list(parsed.aggregations),
-                "where": parsed.where}
+        out = {**out, "by": list(parsed.by), "aggregations": list(parsed.aggregations),
+               "where": parsed.where}
+        if parsed.rollup:
+            out.update(rollup=True)
+        return out
     from privloss.query import engines
     from privloss.query.joins import resolve
 
@@ -107,13 +111,18 @@ def sql_parameters(query: str, *, tables: dict, privacy_unit: str, bounds: dict 
 def sql(query: str, *, tables: dict, privacy_unit: str, bounds: dict | None = None,
         public_tables: dict | None = None, join_truncation: int | None = None, **parameters):
     """Parse ``query`` and release it (see the module docstring); the other
-    keyword arguments are :func:`privloss.aggregate`'s.  Raises
+    keyword arguments are :func:`privloss.aggregate`'s (:func:`privloss.rollup`'s
+    for ``GROUP BY ROLLUP``).  Raises
     :class:`~privloss.query.sql.UnsupportedSql` (a ``ValueError``) naming the
     construct, before anything is charged."""
-    from privloss.api.aggregate import aggregate
-
     prepared = sql_parameters(query, tables=tables, privacy_unit=privacy_unit, bounds=bounds,
                               public_tables=public_tables, join_truncation=join_truncation,
                               engine=parameters.get("engine", "duckdb"))
     data = prepared.pop("data")
+    if prepared.pop("rollup", False):
+        from privloss.api.rollup import rollup
+        return rollup(data, privacy_unit=privacy_unit, by=prepared["by"],
+                      aggregations=prepared["aggregations"], where=prepared["where"],
+                      **parameters)
+    from privloss.api.aggregate import aggregate
     return aggregate(data, privacy_unit=privacy_unit, **prepared, **parameters)

@@ -67,6 +67,9 @@ def register(subparsers) -> None:
                         help="keep only the rows where this SQL condition holds (comparisons, "
                              "IN, BETWEEN, IS NULL, LIKE, AND/OR/NOT, CAST; docs/sql.md); "
                              "no privacy cost")
+    parser.add_argument("--rollup", action="store_true",
+                        help="GROUP BY ROLLUP(by...): subtotals at every level that add up "
+                             "(--count / --count-distinct only; docs/releases.md)")
     add_query_flags(parser)
     parser.set_defaults(handler=run)
 
@@ -86,13 +89,17 @@ def _aggregations(args) -> list:
     return out
 
 
-def run_query(args, data, by, aggregations, where=None, joins=(), join_truncation=None) -> int:
+def run_query(args, data, by, aggregations, where=None, joins=(), join_truncation=None,
+              rollup: bool = False) -> int:
     """Dry run or release of a checked query; prints the result."""
     from privloss.api.aggregate import aggregate, plan_aggregate
     from privloss.query.keys import read_keys_file
     from privloss.query.errors import ComputationFailed
     from privloss.cli.ledger import ledger_errors, open_ledger_from_args
 
+    if rollup:
+        from privloss.cli._rollup import run_rollup
+        return run_rollup(args, data, by, aggregations, where)
     with ledger_errors():
         keys = None if args.keys is None else read_keys_file(args.keys, tuple(by))
         parameters = dict(privacy_unit=args.privacy_unit, by=by, aggregations=aggregations,
@@ -170,4 +177,5 @@ def run(args) -> int:
     from privloss.cli._release import source_of, where_of
 
     by = [name.strip() for name in args.by.split(",") if name.strip()]
-    return run_query(args, source_of(args), by, aggregations, where_of(args))
+    return run_query(args, source_of(args), by, aggregations, where_of(args),
+                     rollup=args.rollup)

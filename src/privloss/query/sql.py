@@ -16,6 +16,10 @@ with a private table on the privacy unit) are parsed by
 :func:`privloss.query.joins.parse_from` and resolved against the tables'
 schemas by :func:`privloss.query.joins.resolve`.
 
+``GROUP BY ROLLUP(g1, g2)`` (alone in GROUP BY) sets ``rollup``: the release
+is :func:`privloss.rollup` (subtotals at every level, COUNT(*) and
+COUNT(DISTINCT unit) only).
+
 ``<filter>``: comparisons (``= <> != < <= > >=``), ``[NOT] IN (...)``,
 ``[NOT] BETWEEN``, ``IS [NOT] NULL``, ``[NOT] LIKE`` / ``ILIKE``, ``AND``,
 ``OR``, ``NOT``, ``+ - * /`` on numbers, ``CAST(x AS DOUBLE | BIGINT |
@@ -74,6 +78,7 @@ class ParsedQuery:
     where: object = None
     alias: str | None = None
     joins: tuple = ()
+    rollup: bool = False
 
     @property
     def tables(self) -> tuple:
@@ -210,7 +215,15 @@ def parse_sql(text: str, *, bounds: dict | None = None, privacy_unit: str | None
     group = select.args.get("group")
     if group is None or not group.expressions:
         raise UnsupportedSql("the query needs GROUP BY (one or more columns)")
-    by = tuple(_column_name(node, exp, "each GROUP BY item") for node in group.expressions)
+    items, rollup = group.expressions, False
+    if any(isinstance(node, exp.Rollup) for node in items):
+        if len(items) != 1 or not items[0].expressions:
+            raise UnsupportedSql("ROLLUP must be the whole GROUP BY: GROUP BY ROLLUP(a, b, ...)")
+        items, rollup = items[0].expressions, True
+    if group.args.get("cube") or group.args.get("grouping_sets") or any(
+            isinstance(node, (exp.Cube, exp.GroupingSets)) for node in items):
+        raise UnsupportedSql("CUBE and GROUPING SETS are not supported (ROLLUP is)")
+    by = tuple(_column_name(node, exp, "each GROUP BY item") for node in items)
     aggregations = []
     for node in select.expressions:
         inner = node.this if isinstance(node, exp.Alias) else node
@@ -239,7 +252,10 @@ def parse_sql(text: str, *, bounds: dict | None = None, privacy_unit: str | None
                 "quantile", a.column, a.low, a.high, previous.quantiles + a.quantiles)
         else:
             merged.append(a)
-    parsed = ParsedQuery(table, by, tuple(merged), where, alias, joins)
+    if rollup and joins:
+        raise UnsupportedSql("GROUP BY ROLLUP with JOIN is not supported: join, then roll "
+                             "up in two steps, or declare a view")
+    parsed = ParsedQuery(table, by, tuple(merged), where, alias, joins, rollup)
     return parsed if joins else _unqualified(parsed)
 
 
@@ -255,7 +271,8 @@ def _unqualified(parsed: ParsedQuery) -> ParsedQuery:
         return column
 
     by, aggregations, where = rename_references(parsed, name)
-    return ParsedQuery(parsed.table, by, aggregations, where, parsed.alias)
+    return ParsedQuery(parsed.table, by, aggregations, where, parsed.alias,
+                       rollup=parsed.rollup)
 
 
 _CASTS = {"DOUBLE": "DOUBLE", "FLOAT": "DOUBLE", "DECIMAL": "DOUBLE", "INT": "BIGINT",

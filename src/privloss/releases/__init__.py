@@ -13,6 +13,9 @@
 * :func:`plan_running` / :class:`RunningTotals`: every prefix total of a
   sequence of periods through the binary-tree mechanism, released at once or
   period by period on one budget (:mod:`privloss.releases.running`);
+* :func:`plan_rollup` / :func:`release_rollup`: ``GROUP BY ROLLUP`` with public
+  keys or a private selection per level, on top of the hierarchy release
+  (:mod:`privloss.releases.rollup`);
 * :func:`rho_for`: the zCDP parameter of a Gaussian tree for an
   (epsilon, delta) budget;
 * :class:`privloss.releases.release.Release` - a released top-k / histogram.
@@ -32,5 +35,6 @@ _EXPORTS = {
     "privloss.releases.running": ("RunningPlan", "RunningTotals", "plan_running",
                                   "running_bounds"),
     "privloss.releases._rho": ("rho_for",),
+    "privloss.releases.rollup": ("RollupBudget", "plan_rollup", "release_rollup"),
 }
 __getattr__, __dir__, __all__ = lazy_exports("privloss.releases", _EXPORTS)

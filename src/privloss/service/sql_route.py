@@ -10,8 +10,9 @@ FROM <dataset> GROUP BY g..`` (the subset of
 ``bounds`` (``{"x": [low, high]}`` for every aggregated column),
 ``max_groups``, ``max_rows_per_group``, ``keys`` (public group labels; without
 them the groups go through the noisy threshold), ``noise``, ``budget_split``,
-``consistent`` and ``label``.  In this order, nothing charged or read before
-the last step:
+``consistent`` and ``label``.  ``GROUP BY ROLLUP(...)`` goes on to
+:mod:`privloss.service.rollup_route` after step 3.  In this order, nothing
+charged or read before the last step:
 
 1. the text is parsed with sqlglot (422 naming the unsupported part);
 2. the FROM name must be the dataset's own name (422): it only confirms which
@@ -203,6 +204,9 @@ def checked_query(dataset, body: dict):
             _refuse(f"column {_shown(column)!r} is not granted on dataset {dataset.name!r} "
                     f"(allowed: {', '.join(dataset.columns)})", "query", status=403,
                     outcome="forbidden-column")
+    if parsed.rollup:           # GROUP BY ROLLUP(...): privloss.service.rollup_route
+        from privloss.service.rollup_route import checked_rollup
+        return checked_rollup(dataset, body, parsed)
     try:
         return make_query(privacy_unit=dataset.user_column, by=list(parsed.by),
                           aggregations=list(parsed.aggregations), epsilon=body["epsilon"],
@@ -337,6 +341,9 @@ def plan_sql(ledger, dataset, analyst, body: dict, snapshot=None) -> dict:
 
     query = checked_query(dataset, body)
     _check_types(query, dataset, snapshot)
+    from privloss.service.rollup_route import is_rollup, plan_rollup_sql
+    if is_rollup(query):
+        return plan_rollup_sql(ledger, dataset, analyst, query, body)
     name = call_ledger(ensure_dataset, ledger, dataset)
     key = _key(query, dataset, analyst, body, {"dry-run": secrets.token_hex(8)})
     verdict = call_ledger(ledger.would_admit, name, key, query.plan.events,
@@ -397,6 +404,11 @@ def run_sql(ledger, dataset, analyst, body: dict, snapshot=None) -> dict:
                                           fingerprint, receipt_view)
 
     query = checked_query(dataset, body)
+    from privloss.service.rollup_route import is_rollup, run_rollup_sql
+    if is_rollup(query):
+        return run_rollup_sql(ledger, dataset, analyst, query, body, snapshot,
+                              lambda plan: _check_schema(dataset.engine, plan, query, dataset,
+                                                         snapshot))
     name = call_ledger(ensure_dataset, ledger, dataset)
     plan = query.query_plan(data_input(dataset, snapshot), draw_seed())
     _check_schema(dataset.engine, plan, query, dataset, snapshot)
