@@ -216,7 +216,8 @@ def describe_plan(query: AggregateQuery) -> dict:
         event = plan.event_of(m.name)
         entry = {"measurement": m.name, "aggregation": m.owner, "event": repr(event),
                  "step": describe_event(event),
-                 "epsilon_alone": _alone(event)}
+                 "epsilon_alone": _alone(event),
+                 "share": plan.shares.get(m.name)}
         if m.is_quantile:
             from privloss.mechanisms.exponential import ExponentialMechanism
             mech = ExponentialMechanism(plan.strengths[m.name], score_range=m.linf)
@@ -232,7 +233,12 @@ def describe_plan(query: AggregateQuery) -> dict:
             entry["noise_parameter"] = float(noise.parameter)
             entry["ci95_half_width"] = width * unit
         out.append(entry)
-    return {"measurements": out, "guarantee": plan.guarantee, "threshold": plan.threshold,
+    return {"measurements": out, "split": {
+                "given": query.budget_split is not None,
+                "rule": "budget_split as given" if query.budget_split is not None else
+                        "error-balancing, each measurement at least 1/(4m) of the budget",
+                "shares": dict(plan.shares)},
+            "guarantee": plan.guarantee, "threshold": plan.threshold,
             "delta_selection": plan.delta_selection,
             "grids": {c: {"grid": f"2^-{g.exponent}", "low_units": g.lo, "high_units": g.hi}
                       for c, g in plan.grids.items()}}

@@ -143,8 +143,11 @@ def _print_plan(planned: dict) -> None:
         print(f"  rows kept where {planned['where']} (a filter: no privacy cost)")
     for m in planned["measurements"]:
         width = m.get("ci95_half_width", m.get("ci95_rank_error"))
-        print(f"  {m['measurement']:<28} epsilon alone {m['epsilon_alone']:.6g}; "
+        share = "" if m.get("share") is None else f"share {100 * m['share']:.1f}%; "
+        print(f"  {m['measurement']:<28} {share}epsilon alone {m['epsilon_alone']:.6g}; "
               f"{m['step']}; 95% half-width {width:.6g}")
+    if planned.get("split"):
+        print(f"  split      {planned['split']['rule']}")
     g = planned["guarantee"]
     print(f"  guarantee epsilon = {g['epsilon']:.10g} at delta = {g['delta']:g} "
           f"(bound: {g['bound']})")
