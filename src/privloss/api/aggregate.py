@@ -274,8 +274,6 @@ def max_epsilon_aggregate(*, ledger, dataset, tolerance: float = 1e-3, **paramet
     without ``epsilon``) that the ledger's fully adaptive dataset still admits,
     to relative ``tolerance``; raises the ledger's refusal when nothing fits.
     Reads no data (:func:`privloss.api.planning.largest_admitted`)."""
-    import math
-
     from privloss.api.planning import largest_admitted
     from privloss.api.protocol import resolve_ledger
 
@@ -288,6 +286,18 @@ def max_epsilon_aggregate(*, ledger, dataset, tolerance: float = 1e-3, **paramet
         raise ValueError(f"epsilon 'max' for a group-by needs a fully-adaptive dataset; "
                          f"dataset {dataset!r} composes as {summary['interaction']}, whose "
                          f"plan fixes each release's epsilon")
+    return largest_admitted(ledger, dataset, _admission(ledger, dataset, parameters), summary,
+                            tolerance=tolerance, epsilon_range=EPSILON_RANGE)
+
+
+#: the epsilons a group-by calibrates for (the search range of epsilon 'max')
+EPSILON_RANGE = (1e-3, 100.0)
+
+
+def _admission(ledger, dataset, parameters: dict):
+    """epsilon -> the ledger's read-only verdict on this group-by at that epsilon."""
+    import math
+
     nonce = secrets.token_hex(8)
 
     def admitted(epsilon: float) -> dict:
@@ -299,8 +309,7 @@ def max_epsilon_aggregate(*, ledger, dataset, tolerance: float = 1e-3, **paramet
         return ledger.would_admit(dataset, query.key({"dry-run": nonce}, None),
                                   query.plan.events)
 
-    return largest_admitted(ledger, dataset, admitted, summary, tolerance=tolerance,
-                            epsilon_range=(1e-3, 100.0))
+    return admitted
 
 
 def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delta: float = 0.0,
@@ -347,7 +356,14 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
                                      events)
         wanted = {**query.key(None, seed), "consistent": consistent}
         if not verdict["admitted"] and not api.may_be_stored(ledger, dataset, wanted):
-            raise api.refusal(ledger, dataset, verdict)
+            parameters = dict(privacy_unit=privacy_unit, by=by, aggregations=aggregations,
+                              delta=delta, keys=keys, max_groups=max_groups,
+                              max_rows_per_group=max_rows_per_group, noise=noise,
+                              budget_split=budget_split, grid_exponents=grid_exponents,
+                              where=where)
+            raise api.refusal(ledger, dataset, verdict,
+                              admitted=_admission(ledger, dataset, parameters),
+                              epsilon_range=EPSILON_RANGE)
     source = api.prepare_data(data, engine=engine)
     try:
         noise_source = None

@@ -372,3 +372,53 @@ def max_epsilon(command: str = "topk", *, delta: float = 0.0, k=None, l0=None, l
                            interaction=interaction)
     return max_epsilon_of(request, ledger=ledger, dataset=dataset, user=user, item=item,
                           seed=seed, interaction_given=interaction, tolerance=tolerance)
+
+
+# ----------------------------------------------------------------------------------
+# what still fits (a refusal's first words)
+# ----------------------------------------------------------------------------------
+
+def what_fits(ledger, dataset, verdict: dict, admitted, *, epsilon_range=None) -> str | None:
+    """One phrase saying what still fits after the refused ``verdict``: "at most
+    epsilon 0.081 fits; the budget's epsilon is the binding limit" (the exact
+    search :func:`largest_admitted` over ``admitted``, epsilon -> verdict of
+    the same release at that epsilon), or "no epsilon fits; ..." .  The
+    binding limit is delta when the releases' deltas reach the delta cap, else
+    epsilon.  None when the ledger follows a plan (the plan fixes epsilon).
+    Reads no data: a function of public parameters and the ledger's totals."""
+    from privloss.budget import LedgerBudgetError, LedgerPlanError
+
+    summary = ledger.show(dataset)
+    if summary["interaction"] != "fully-adaptive":
+        return None
+    binding = ("delta is the binding limit (lower --delta / delta)"
+               if verdict.get("bound") == "delta-cap" else
+               "the budget's epsilon is the binding limit")
+    try:
+        epsilon = largest_admitted(ledger, dataset, admitted, summary,
+                                   epsilon_range=epsilon_range)
+    except (LedgerBudgetError, LedgerPlanError):
+        return f"refused: no epsilon of this release fits; {binding}"
+    return f"refused: at most epsilon {_down(epsilon)} fits; {binding}"
+
+
+def _down(epsilon: float) -> str:
+    """``epsilon`` to 2 significant digits, rounded DOWN (the shown value fits)."""
+    if epsilon <= 0:
+        return "0"
+    exponent = math.floor(math.log10(epsilon)) - 1
+    shown = math.floor(epsilon / 10 ** exponent) * 10 ** exponent
+    return f"{shown:.{max(0, -exponent)}f}" if exponent < 0 else f"{shown:g}"
+
+
+def request_refusal(ledger, dataset, verdict: dict, request: ReleaseRequest, *, user=None,
+                    item=None, seed=None) -> Exception:
+    """:func:`privloss.api.protocol.refusal` of a top-k / histogram request,
+    saying first what still fits."""
+    from privloss.api.protocol import refusal
+
+    def admitted(epsilon: float) -> dict:
+        return _verdict(ledger, dataset, request.with_epsilon(epsilon), user=user, item=item,
+                        seed=seed)
+
+    return refusal(ledger, dataset, verdict, admitted=admitted)
