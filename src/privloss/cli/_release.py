@@ -103,9 +103,11 @@ def source_of(args):
 
 def add_data_flags(parser: argparse.ArgumentParser) -> None:
     add_source_flags(parser)
-    parser.add_argument("--privacy-unit", "--user-column", dest="user_column", required=True,
-                        metavar="U", help="column of the privacy units (user ids); "
-                                          "--user-column is the older spelling")
+    parser.add_argument("--privacy-unit", dest="user_column", default=None, metavar="U",
+                        help="column of the privacy units (user ids); required")
+    from privloss.cli._vocabulary import add_deprecated
+    # the old spelling: one fixed warning line (the same on neighbouring datasets)
+    add_deprecated(parser, "--user-column", dest="user_column", new="--privacy-unit")
     parser.add_argument("--where", metavar="CONDITION", default=None,
                         help="keep only the rows where this SQL condition holds (comparisons, "
                              "IN, BETWEEN, IS NULL, LIKE, AND/OR/NOT, CAST; docs/sql.md); "
@@ -268,6 +270,8 @@ def release_and_report(args, *, command: str, k: int | None = None, algorithm=No
     from privloss.api.request import make_request
     from privloss.cli.ledger import ledger_errors, open_ledger_from_args
 
+    if args.user_column is None:
+        raise CommandError("the following arguments are required: --privacy-unit")
     domain = read_domain(args.domain)
     maximum = args.epsilon == "max"
     row_filter = where_of(args)
