@@ -29,6 +29,7 @@ _EXPORTS = {
     "privloss.api.protocol": ("histogram", "topk"),
     "privloss.api.planning": ("max_epsilon", "plan"),
     "privloss.api.running": ("running",),
+    "privloss.api.accuracy_plan": ("plan_accuracy",),
     "privloss.accounting": (
         "AccountingResult", "BudgetExceededError", "PrivacyAccountant", "PrivacyFilter",
         "PrivacyOdometer",

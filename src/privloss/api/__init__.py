@@ -17,5 +17,6 @@ _EXPORTS = {
     "privloss.api.protocol": ("histogram", "topk"),
     "privloss.api.planning": ("max_epsilon", "plan"),
     "privloss.api.sql": ("sql",),
+    "privloss.api.accuracy_plan": ("plan_accuracy", "accuracy_figure"),
 }
 __getattr__, __dir__, __all__ = lazy_exports("privloss.api", _EXPORTS)

@@ -520,7 +520,8 @@ def plan_accuracy(command: str = "topk", *, epsilon=None, target_half_width=None
         def value(k):
             return _largest_width(subject, k)
     return AccuracyPlan(subject.command, goal, target, float(epsilon), half_widths, shares,
-                        split, _curve(subject, knob, value, 3.0 if goal == "release" else 10.0), measure, tuple(lines),
+                        split, _curve(subject, knob, value, 3.0 if goal == "release" else 10.0),
+                        measure, tuple(lines),
                         release_epsilons, threshold)
 
 

@@ -249,16 +249,32 @@ def _alone(event) -> float:
     return compose((event,), target_delta=0.0, interaction="adaptive").epsilon
 
 
-def plan_aggregate(*, ledger=None, dataset=None, **parameters) -> dict:
+def plan_aggregate(*, ledger=None, dataset=None, target_half_width=None,
+                   min_release_users=None, **parameters) -> dict:
     """The dry run: what :func:`aggregate` with these parameters would spend and
     how accurate it would be, and whether the ledger would admit it (read-only).
-    Reads no data."""
+    Reads no data.  Instead of ``epsilon``: ``target_half_width`` /
+    ``min_release_users`` plan it (and, for a target, the ``budget_split``),
+    :mod:`privloss.api.accuracy_plan`; the answer's ``accuracy`` says how."""
     from privloss.api.protocol import resolve_ledger
 
+    accuracy = None
+    if target_half_width is not None or min_release_users is not None:
+        from privloss.api.accuracy_plan import plan_accuracy
+        if parameters.get("epsilon") is not None:
+            raise ValueError("give epsilon or a target (target_half_width / "
+                             "min_release_users), not both")
+        parameters.pop("epsilon", None)
+        accuracy = plan_accuracy("aggregate", target_half_width=target_half_width,
+                                 min_release_users=min_release_users, **parameters)
+        parameters["epsilon"] = accuracy.epsilon
+        if accuracy.budget_split is not None:
+            parameters["budget_split"] = accuracy.budget_split
     query = make_query(**parameters)
     out = {"dry_run": True, "command": "aggregate", "where": query.where_text,
            **describe_plan(query),
-           "events": [repr(e) for e in query.plan.events], "ledger": None}
+           "events": [repr(e) for e in query.plan.events], "ledger": None,
+           **({} if accuracy is None else {"accuracy": accuracy.to_dict()})}
     ledger, dataset = resolve_ledger(ledger, dataset)
     if ledger is not None:
         verdict = ledger.would_admit(dataset, query.key({"dry-run": secrets.token_hex(8)}, None),

@@ -22,9 +22,10 @@ def add_query_flags(parser) -> None:
     parser.add_argument("--privacy-unit", required=True, metavar="COL",
                         help="column identifying a privacy unit (the protected person)")
     from privloss.cli._release import epsilon_flag
-    parser.add_argument("--epsilon", required=True, type=epsilon_flag, metavar="E",
+    parser.add_argument("--epsilon", default=None, type=epsilon_flag, metavar="E",
                         help="total epsilon; 'max': the largest that still fits the "
-                             "ledger's budget (needs --ledger)")
+                             "ledger's budget (needs --ledger); or plan it with "
+                             "--target-half-width / --min-release-users")
     parser.add_argument("--delta", type=float, default=0.0, help="total delta (default 0)")
     parser.add_argument("--keys", metavar="FILE", default=None,
                         help="CSV of public group keys (header: the by columns); released "
@@ -45,6 +46,8 @@ def add_query_flags(parser) -> None:
                         help="show the cost and accuracy; read and charge nothing")
     from privloss.cli.ledger import add_ledger_flags
     add_ledger_flags(parser)
+    from privloss.cli._accuracy import add_accuracy_flags
+    add_accuracy_flags(parser)
 
 
 def register(subparsers) -> None:
@@ -92,7 +95,9 @@ def run_query(args, data, by, aggregations, where=None) -> int:
     from privloss.query.keys import read_keys_file
     from privloss.query.errors import ComputationFailed
     from privloss.cli.ledger import ledger_errors, open_ledger_from_args
+    from privloss.cli._accuracy import check_accuracy_flags, plan_of, write_plot
 
+    targeted = check_accuracy_flags(args)
     with ledger_errors():
         keys = None if args.keys is None else read_keys_file(args.keys, tuple(by))
         parameters = dict(privacy_unit=args.privacy_unit, by=by, aggregations=aggregations,
@@ -109,14 +114,28 @@ def run_query(args, data, by, aggregations, where=None) -> int:
             del parameters["epsilon"]
             parameters["epsilon"] = max_epsilon_aggregate(ledger=ledger, dataset=args.dataset,
                                                           **parameters)
+        if targeted:
+            del parameters["epsilon"]
+        accuracy = plan_of(args, "aggregate", quiet=args.json, epsilon=parameters.get("epsilon"),
+                           **{name: value for name, value in parameters.items()
+                              if name != "epsilon"})
+        if targeted:
+            parameters["epsilon"] = accuracy.epsilon
+            if accuracy.budget_split is not None:
+                parameters["budget_split"] = accuracy.budget_split
         if args.dry_run:
             ledger = open_ledger_from_args(args)
             planned = plan_aggregate(ledger=ledger, dataset=args.dataset if ledger else None,
                                      **parameters)
+            write_plot(args, accuracy)
+            if accuracy is not None:
+                planned["accuracy"] = accuracy.to_dict()
             if args.json:
                 print_json(planned)
             else:
                 _print_plan(planned)
+                if accuracy is not None:
+                    print(accuracy)
             return 0
         ledger = open_ledger_from_args(args)
     try:
