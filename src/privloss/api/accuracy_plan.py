@@ -419,13 +419,14 @@ def _curve(subject, knob: float, measure, span: float = 10.0) -> tuple:
 
 
 def plan_accuracy(command: str = "topk", *, epsilon=None, target_half_width=None,
-                  min_release_users=None, **parameters) -> AccuracyPlan:
+                  min_release_users=None, curve: bool = True, **parameters) -> AccuracyPlan:
     """The accuracy plan of one release (module docstring).  ``command``:
     ``topk``, ``histogram``, ``aggregate`` (or ``sql``: the same group-by),
     ``running``; ``parameters``: the release's public parameters without
     ``epsilon`` (or ``request=`` a checked top-k / histogram request).  Give
     ``target_half_width`` or ``min_release_users`` (the epsilon is planned) or
-    ``epsilon`` (only the curve and the words).  Charges nothing."""
+    ``epsilon`` (only the curve and the words).  ``curve=False`` skips the
+    curve (``CURVE_POINTS`` calibrations; no picture then).  Charges nothing."""
     if target_half_width is None and min_release_users is None and epsilon is None:
         raise ValueError("give target_half_width, min_release_users or epsilon")
     if target_half_width is not None and min_release_users is not None:
@@ -520,7 +521,8 @@ def plan_accuracy(command: str = "topk", *, epsilon=None, target_half_width=None
         def value(k):
             return _largest_width(subject, k)
     return AccuracyPlan(subject.command, goal, target, float(epsilon), half_widths, shares,
-                        split, _curve(subject, knob, value, 3.0 if goal == "release" else 10.0),
+                        split, () if not curve else
+                        _curve(subject, knob, value, 3.0 if goal == "release" else 10.0),
                         measure, tuple(lines),
                         release_epsilons, threshold)
 
@@ -537,6 +539,8 @@ def accuracy_figure(plan: AccuracyPlan) -> bytes:
 
     from privloss.fdp.plot import _pyplot
 
+    if not plan.curve:
+        raise ValueError("this plan has no curve (planned with curve=False)")
     plt = _pyplot(headless=True)
     figure, ax = plt.subplots(figsize=(6.0, 4.2))
     try:

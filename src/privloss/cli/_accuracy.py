@@ -69,7 +69,8 @@ def plan_of(args, command: str, *, epsilon=None, quiet: bool = False, **paramete
             return None
         return plan_accuracy(command, epsilon=float(epsilon), **parameters)
     plan = plan_accuracy(command, target_half_width=args.target_half_width,
-                         min_release_users=args.min_release_users, **parameters)
+                         min_release_users=args.min_release_users,
+                         curve=args.plot is not None, **parameters)
     if not quiet:
         flag = "--target-half-width" if args.target_half_width is not None else \
             "--min-release-users"
