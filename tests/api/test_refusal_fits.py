@@ -97,3 +97,15 @@ def test_cli_refusal_exit_3_one_line(rows, tmp_path, capsys):
              if "--seed makes the noise predictable" not in line]
     assert len(error) == 1 and error[0].startswith(
         "privloss topk: error: refused: at most epsilon"), error
+
+
+def test_delta_as_the_binding_limit(rows, tmp_path):
+    ledger = Ledger(tmp_path / "delta.sqlite")
+    ledger.create_dataset("d", epsilon=5.0, delta=1e-6)
+    query = dict(privacy_unit="user", item="item", k=2, l0=1, d_bar=5, ledger=ledger,
+                 dataset="d", epsilon=0.3, delta=5e-7)
+    for seed in range(3):
+        privloss.topk(rows, seed=seed, **query)
+    with pytest.raises(LedgerBudgetError, match=r"^refused: no epsilon of this release fits; "
+                                                r"delta is the binding limit"):
+        privloss.topk(rows, seed=9, **query)
