@@ -121,3 +121,11 @@ def test_bad_targets_are_named():
 def test_exported():
     assert privloss.plan_accuracy is plan_accuracy
     assert json.dumps(plan_accuracy("histogram", epsilon=0.5, delta=1e-6, l0=5).to_dict())
+
+
+def test_plan_at_a_given_epsilon_equals_the_dry_run():
+    query = dict(privacy_unit="u", by=["c"], delta=1e-6, max_rows_per_group=5,
+                 aggregations=["count", "quantile:p:0:100:0.5"])
+    planned = plan_accuracy("aggregate", epsilon=0.5, curve=False, **query)
+    assert planned.half_widths == _widths(make_query(epsilon=0.5, **query))
+    assert planned.curve == ()

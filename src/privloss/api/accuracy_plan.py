@@ -119,6 +119,9 @@ class _ByEpsilon:
     def epsilon_of(self, epsilon: float) -> float:
         return epsilon
 
+    def knob_of(self, epsilon: float) -> float:
+        return epsilon
+
     def settle(self, epsilon: float, meets) -> float:
         return epsilon
 
@@ -220,6 +223,13 @@ class _Aggregate:
         accountant = PrivacyAccountant(self.at(scale)[2], interaction=within_release("adaptive"),
                                        candidates=SEARCH_CANDIDATES)
         return float(accountant.epsilon(self.base.delta).value)
+
+    def knob_of(self, epsilon: float) -> float:
+        """The scale the calibration at ``epsilon`` chooses (``make_query``)."""
+        from privloss.api.aggregate import make_query
+
+        strengths = make_query(epsilon=epsilon, **self.parameters).plan.strengths
+        return max(float(strengths[name]) / weight for name, weight in self.weights.items())
 
     def half_widths(self, scale: float) -> dict:
         from privloss.mechanisms.exponential import ExponentialMechanism
@@ -475,20 +485,14 @@ def plan_accuracy(command: str = "topk", *, epsilon=None, target_half_width=None
                               subject.range, f"a group of {users} users released with "
                                              f"probability {probability:g}", guess)
             release_epsilons[str(probability)] = in_range(guess)
+        knob = guess
         epsilon, goal, target = release_epsilons["0.95"], "release", float(users)
         lines.append(f"a group of {users:,} distinct users is released with probability 1/2 "
                      f"at epsilon {release_epsilons['0.5']:.3g} and with probability 95% at "
                      f"epsilon {release_epsilons['0.95']:.3g} (planned: the latter)")
     else:
         epsilon, goal, target = float(epsilon), "epsilon", None
-        knob = epsilon if not isinstance(subject, _Aggregate) else _smallest(
-            lambda k: subject.epsilon_of(k) >= epsilon, subject.range, f"epsilon {epsilon:g}",
-            start * epsilon)
-    if goal != "half-width" and isinstance(subject, _Aggregate):
-        knob = _smallest(lambda k: subject.epsilon_of(k) >= epsilon * (1 - 1e-6),
-                         subject.range, f"epsilon {epsilon:g}", start * epsilon)
-    elif goal == "release":
-        knob = epsilon
+        knob = subject.knob_of(epsilon)
     half_widths = subject.half_widths(knob)
     shares = subject.shares(knob)
     for name, width in half_widths.items():
