@@ -100,3 +100,25 @@ def _keys(tmp_path):
     path = tmp_path / "keys.csv"
     path.write_text("item\na\nb\nc\n")
     return path
+
+
+def test_running_dry_run_with_target_and_plot(tmp_path, capsys):
+    data = tmp_path / "events.csv"
+    data.write_text("cust,when\na,2024-01-01\nb,2024-01-02\n")
+    picture = tmp_path / "running.png"
+    code, out, err = _run(capsys, "running", data, "--privacy-unit", "cust", "--time-column",
+                          "when", "--period", "day", "--start", "2024-01-01", "--end",
+                          "2024-01-09", "--max-periods-per-unit", "2",
+                          "--max-rows-per-period", "1", "--count", "--target-half-width",
+                          "12", "--dry-run", "--json", "--plot", picture)
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["ci95_half_width_max"] <= 12
+    assert summary["accuracy"]["goal"] == "half-width"
+    assert picture.read_bytes().startswith(PNG)
+    code, _, err = _run(capsys, "running", data, "--privacy-unit", "cust", "--time-column",
+                        "when", "--period", "day", "--start", "2024-01-01", "--end",
+                        "2024-01-09", "--max-periods-per-unit", "2",
+                        "--max-rows-per-period", "1", "--count", "--min-release-users", "5",
+                        "--dry-run")
+    assert code == 2 and "thresholded" in err
