@@ -30,6 +30,7 @@ _EXPORTS = {
     "privloss.api.planning": ("max_epsilon", "plan"),
     "privloss.api.running": ("running",),
     "privloss.api.rollup": ("rollup",),
+    "privloss.api.accuracy_plan": ("plan_accuracy",),
     "privloss.accounting": (
         "AccountingResult", "BudgetExceededError", "PrivacyAccountant", "PrivacyFilter",
         "PrivacyOdometer",

@@ -45,7 +45,7 @@ def create(capsys, path, epsilon="1", delta="1e-5", dataset="d"):
 
 
 def topk(rows, *extra):
-    return ["topk", rows, "--user-column", "user", "--item-column", "item", "--k", "3",
+    return ["topk", rows, "--privacy-unit", "user", "--item-column", "item", "--k", "3",
             "--delta", "1e-6", "--l0", "2", "--d-bar", "10", *extra]
 
 
@@ -92,12 +92,12 @@ def test_human_output_says_what_was_suppressed_and_bounded(capsys, rows):
 def test_domain_caps_l0_and_says_so(capsys, rows, tmp_path):
     domain = tmp_path / "domain.txt"
     domain.write_text("a\nb\nc\n")
-    code, out, err = run(capsys, "histogram", rows, "--user-column", "user", "--item-column",
+    code, out, err = run(capsys, "histogram", rows, "--privacy-unit", "user", "--item-column",
                          "item", "--epsilon", "1", "--l0", "100", "--domain", domain,
                          "--seed", "1")
     assert code == 0, err
     assert "the noise is scaled for l0 = 3" in out
-    code, out, _ = run(capsys, "histogram", rows, "--user-column", "user", "--item-column",
+    code, out, _ = run(capsys, "histogram", rows, "--privacy-unit", "user", "--item-column",
                        "item", "--epsilon", "1", "--l0", "100", "--domain", domain, "--json",
                        "--seed", "1")
     assert json.loads(out)["parameters"]["l0_sensitivity"] == 3
@@ -110,7 +110,7 @@ def test_python_api_and_cli_give_the_same_json(capsys, rows, tmp_path):
             (topk(rows, "--epsilon", "0.7", "--seed", "5", "--json"),
              lambda: privloss.topk(rows, privacy_unit="user", item="item", k=3, epsilon=0.7,
                                    delta=1e-6, l0=2, d_bar=10, seed=5)),
-            (["histogram", rows, "--user-column", "user", "--item-column", "item",
+            (["histogram", rows, "--privacy-unit", "user", "--item-column", "item",
               "--epsilon", "0.4", "--domain", domain, "--seed", "6", "--json"],
              lambda: privloss.histogram(rows, privacy_unit="user", item="item", epsilon=0.4,
                                         domain=["a", "b", "c", "d"], seed=6))):
@@ -157,7 +157,7 @@ def test_retail_dry_run_then_release(capsys, tmp_path):
     release's parameters equal it, and the suppressed items are reported."""
     ledger = tmp_path / "retail.sqlite"
     create(capsys, ledger, epsilon="1", delta="1e-6", dataset="retail")
-    argv = ["topk", RETAIL_QUERY, "--sql", "--table", f"retail={RETAIL}", "--user-column",
+    argv = ["topk", RETAIL_QUERY, "--sql", "--table", f"retail={RETAIL}", "--privacy-unit",
             "CustomerID", "--item-column", "Description", "--k", "5", "--epsilon", "0.5",
             "--delta", "5e-7", "--l0", "50", "--d-bar", "100", "--ledger", ledger,
             "--dataset", "retail"]
@@ -184,7 +184,7 @@ def test_retail_dry_run_then_release(capsys, tmp_path):
 def test_retail_epsilon_max_fits_exactly_and_the_next_is_refused(capsys, tmp_path):
     ledger = tmp_path / "retail.sqlite"
     create(capsys, ledger, epsilon="1", delta="1e-6", dataset="retail")
-    argv = ["topk", RETAIL_QUERY, "--sql", "--table", f"retail={RETAIL}", "--user-column",
+    argv = ["topk", RETAIL_QUERY, "--sql", "--table", f"retail={RETAIL}", "--privacy-unit",
             "CustomerID", "--item-column", "Description", "--k", "5", "--delta", "2e-7",
             "--l0", "50", "--d-bar", "100", "--ledger", ledger, "--dataset", "retail", "--json"]
     assert run(capsys, *argv, "--epsilon", "0.4")[0] == 0

@@ -34,7 +34,7 @@ def ledger_rows(path):
 
 def test_histogram_known_domain_json(capsys, data):
     rows, domain = data
-    code, out, _ = run(capsys, "histogram", rows, "--user-column", "user", "--item-column", "item",
+    code, out, _ = run(capsys, "histogram", rows, "--privacy-unit", "user", "--item-column", "item",
                        "--epsilon", "1", "--l0", "2", "--domain", domain, "--seed", "1", "--json")
     payload = json.loads(out)
     assert code == 0
@@ -50,7 +50,7 @@ def test_topk_with_ledger_charges_once_and_refuses_with_exit_3(capsys, data, tmp
     ledger = tmp_path / "ledger.sqlite"
     assert run(capsys, "ledger", "create", "--ledger", ledger, "--dataset", "d",
                "--epsilon", "1", "--delta", "1e-6")[0] == 0
-    query = ["topk", rows, "--user-column", "user", "--item-column", "item", "--k", "2",
+    query = ["topk", rows, "--privacy-unit", "user", "--item-column", "item", "--k", "2",
              "--epsilon", "0.6", "--domain", domain, "--ledger", ledger, "--dataset", "d", "--json"]
     code, out, _ = run(capsys, *query)
     first = json.loads(out)
@@ -72,13 +72,13 @@ def test_topk_with_ledger_charges_once_and_refuses_with_exit_3(capsys, data, tmp
     (["--k", "0"], "k"),
     (["--epsilon", "0"], "epsilon"),
     (["--delta", "1"], "delta"),
-    (["--user-column", "nobody"], "nobody"),
+    (["--privacy-unit", "nobody"], "nobody"),
 ])
 def test_bad_input_exit_2_and_ledger_unchanged(capsys, data, tmp_path, change, needle):
     rows, domain = data
     ledger = tmp_path / "ledger.sqlite"
     run(capsys, "ledger", "create", "--ledger", ledger, "--dataset", "d", "--epsilon", "1")
-    argv = ["topk", rows, "--user-column", "user", "--item-column", "item", "--k", "2",
+    argv = ["topk", rows, "--privacy-unit", "user", "--item-column", "item", "--k", "2",
             "--epsilon", "0.5", "--domain", domain, "--ledger", ledger, "--dataset", "d"]
     for position in range(0, len(change), 2):
         flag, value = change[position], change[position + 1]
@@ -101,13 +101,13 @@ class _nothing:
 
 
 def test_unreadable_file_and_missing_domain(capsys, tmp_path):
-    code, _, err = run(capsys, "topk", tmp_path / "missing.csv", "--user-column", "u",
+    code, _, err = run(capsys, "topk", tmp_path / "missing.csv", "--privacy-unit", "u",
                        "--item-column", "i", "--k", "1", "--epsilon", "1", "--delta", "1e-6",
                        "--l0", "1")
     assert code == 2 and "missing.csv" in err
     rows = tmp_path / "rows.csv"
     rows.write_text("u,i\n1,a\n")
-    code, _, err = run(capsys, "topk", rows, "--user-column", "u", "--item-column", "i",
+    code, _, err = run(capsys, "topk", rows, "--privacy-unit", "u", "--item-column", "i",
                        "--k", "1", "--epsilon", "1", "--algorithm", "known-gumbel")
     assert code == 2 and "--domain" in err
 
@@ -133,7 +133,7 @@ def test_spark_and_duckdb_give_the_same_release(capsys, data, spark, command):
     """End to end through the CLI: same data, same (insecure) seed, same JSON."""
     rows, domain = data
     argv = [domain if arg == "DOMAIN" else arg for arg in command]
-    argv[1:1] = [rows, "--user-column", "user", "--item-column", "item"]
+    argv[1:1] = [rows, "--privacy-unit", "user", "--item-column", "item"]
     outputs = {}
     for engine in ("duckdb", "spark"):
         code, out, err = run(capsys, *argv, "--engine", engine, "--seed", "11", "--json")
@@ -157,7 +157,7 @@ def test_empty_or_null_data_gives_a_noisy_release(capsys, tmp_path, content):
     path = tmp_path / "rows.csv"
     path.write_text(content)
     for command in (["topk", "--k", "1"], ["histogram"]):
-        code, out, err = run(capsys, command[0], path, *command[1:], "--user-column", "user",
+        code, out, err = run(capsys, command[0], path, *command[1:], "--privacy-unit", "user",
                              "--item-column", "item", "--epsilon", "0.5", "--delta", "1e-6",
                              "--l0", "1", "--ledger", ledger, "--dataset", "d", "--json")
         assert code == 0, err
@@ -170,7 +170,7 @@ def test_missing_file_exit_2_and_ledger_unchanged(capsys, tmp_path):
     ledger = tmp_path / "ledger.sqlite"
     run(capsys, "ledger", "create", "--ledger", ledger, "--dataset", "d", "--epsilon", "1",
         "--interaction", "fully-adaptive")
-    code, out, err = run(capsys, "histogram", tmp_path / "missing.csv", "--user-column", "user",
+    code, out, err = run(capsys, "histogram", tmp_path / "missing.csv", "--privacy-unit", "user",
                          "--item-column", "item", "--epsilon", "0.5", "--delta", "1e-6",
                          "--l0", "1", "--ledger", ledger, "--dataset", "d")
     assert code == 2 and "missing.csv" in err and out == ""

@@ -242,9 +242,9 @@ def release_argv(tmp):
     good = str(tmp / "data.csv")
     data = st.sampled_from([good, good, good, good, str(tmp / "missing.csv"), str(tmp),
                             "SELECT 1"])
-    right = ["--user-column", "user", "--item-column", "item"]
-    columns = st.sampled_from([right, right, right, ["--user-column", "nope", "--item-column",
-                                                     "item"], ["--user-column", "user"]])
+    right = ["--privacy-unit", "user", "--item-column", "item"]
+    columns = st.sampled_from([right, right, right, ["--privacy-unit", "nope", "--item-column",
+                                                     "item"], ["--privacy-unit", "user"]])
     epsilon = one_of_weighted(st.builds(lambda e: ["--epsilon", e], numbers), st.just([]))
     options = {"--delta": probabilities, "--l0": counts(100), "--linf": counts(100),
                "--d-bar": counts(1000),
@@ -424,7 +424,7 @@ def with_workspace(argv: list[str], workspace) -> list[str]:
     argv = [str(workspace / word) if word.endswith(".txt") else word for word in argv]
     if "DATA" in argv:
         at = argv.index("DATA")
-        argv[at:at + 1] = [str(workspace / "data.csv"), "--user-column", "user",
+        argv[at:at + 1] = [str(workspace / "data.csv"), "--privacy-unit", "user",
                            "--item-column", "item"]
     return argv
 

@@ -71,7 +71,7 @@ def create(capsys, tmp_path, interaction, plan_text=PLAN):
 
 def topk(data, ledger, epsilon="0.3", seed="3"):
     rows, domain = data
-    return ["topk", rows, "--user-column", "user", "--item-column", "item", "--k", "2",
+    return ["topk", rows, "--privacy-unit", "user", "--item-column", "item", "--k", "2",
             "--epsilon", epsilon, "--domain", domain, "--ledger", ledger, "--dataset", "d",
             "--seed", seed, "--json"]
 
@@ -91,13 +91,13 @@ def test_adaptive_plan_from_a_file(capsys, data, tmp_path):
     assert rows_in(ledger) == before
     # out of order: the histogram is item 3
     rows, domain = data
-    code, _, err = run(capsys, "histogram", rows, "--user-column", "user", "--item-column",
+    code, _, err = run(capsys, "histogram", rows, "--privacy-unit", "user", "--item-column",
                        "item", "--epsilon", "0.2", "--l0", "2", "--domain", domain,
                        "--ledger", ledger, "--dataset", "d")
     assert code == 2 and "#2" in err
     assert run(capsys, *topk(data, ledger))[0] == 0          # a repeat: free, no plan item
     assert run(capsys, *topk(data, ledger, seed="4"))[0] == 0
-    code, _, err = run(capsys, "histogram", rows, "--user-column", "user", "--item-column",
+    code, _, err = run(capsys, "histogram", rows, "--privacy-unit", "user", "--item-column",
                        "item", "--epsilon", "0.2", "--l0", "2", "--domain", domain,
                        "--ledger", ledger, "--dataset", "d")
     assert code == 0, err

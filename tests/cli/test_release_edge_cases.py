@@ -26,7 +26,7 @@ def run(capsys, *argv):
 
 
 def base(path, command="histogram"):
-    return [command, path, "--user-column", "user", "--item-column", "item"]
+    return [command, path, "--privacy-unit", "user", "--item-column", "item"]
 
 
 def test_gaussian_histogram_over_a_known_domain(capsys, rows, tmp_path):
@@ -128,7 +128,7 @@ def test_sql_over_changed_data_is_a_new_query(capsys, tmp_path):
     run(capsys, "ledger", "create", "--ledger", ledger, "--dataset", "d", "--epsilon", "10")
     domain = _domain(tmp_path, "a")
     query = ["histogram", "SELECT * FROM events", "--sql", "--table", f"events={data}",
-             "--user-column", "user",
+             "--privacy-unit", "user",
              "--item-column", "item", "--epsilon", "1", "--l0", "1", "--domain", domain,
              "--ledger", ledger, "--dataset", "d", "--json"]
     assert json.loads(run(capsys, *query)[1])["spent"]["releases"] == 1

@@ -19,7 +19,7 @@ pytest.importorskip("duckdb")
 from privloss.query.errors import FIXED_MESSAGE  # noqa: E402
 from tests.leaks._support import integers_in, rows, run, write_csv  # noqa: E402
 
-COLUMNS = ["--user-column", "user", "--item-column", "item"]
+COLUMNS = ["--privacy-unit", "user", "--item-column", "item"]
 #: the count the oracle queries try to learn: the number of rows of D
 N_ROWS = len(rows())
 

@@ -43,7 +43,7 @@ SEED = 3
 CSV_KINDS = ("one_row", "many_rows", "new_group", "extreme", "null", "type_change")
 TYPED_KINDS = ("one_row", "many_rows", "new_group", "extreme", "null", "type_change",
                "null_user")
-COLUMNS = ["--user-column", "user", "--item-column", "item"]
+COLUMNS = ["--privacy-unit", "user", "--item-column", "item"]
 
 # text tables: keep public labels, mask the noisy numbers; DP-selected rows go
 KNOWN_TABLE = [(r"^(  \S+\s+)\S+(\s+)\[[^\]]*\]$", r"\1<N>\2[<CI>]")]

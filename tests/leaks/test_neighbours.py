@@ -90,7 +90,7 @@ def test_release_fields_identical_on_neighbours(datasets, case):
 
 def _cli_argv(case, path):
     spec, options = CASES[case]
-    argv = ["--user-column", "user", "--item-column", "item", "--l0", str(L0),
+    argv = ["--privacy-unit", "user", "--item-column", "item", "--l0", str(L0),
             "--epsilon", str(options["epsilon"]), "--seed", "3", "--json"]
     if "delta" in options:
         argv += ["--delta", str(options["delta"])]

@@ -156,12 +156,12 @@ def test_topk_and_histogram_take_a_filter():
 def test_the_cli_filter_and_its_refusals(capsys):
     from privloss.cli.main import main
 
-    code = main(["histogram", RETAIL, "--user-column", "CustomerID", "--item-column",
+    code = main(["histogram", RETAIL, "--privacy-unit", "CustomerID", "--item-column",
                  "Country", "--epsilon", "1", "--delta", "1e-6", "--l0", "1",
                  "--where", "Quantity < 0", "--seed", "1", "--json", "--quiet"])
     assert code == 0, capsys.readouterr().err
     capsys.readouterr()
-    assert main(["topk", RETAIL, "--user-column", "CustomerID", "--item-column", "Country",
+    assert main(["topk", RETAIL, "--privacy-unit", "CustomerID", "--item-column", "Country",
                  "--k", "2", "--epsilon", "1", "--delta", "1e-6", "--l0", "1",
                  "--where", "Quantity <"]) == 2
     assert "--where: " in capsys.readouterr().err

@@ -138,6 +138,7 @@ def test_ledger_charges_once_and_refuses_with_exit_3(tmp_path, capsys):
     code, _, err = _run(capsys, *_common(path, "--sum", "amount:0:10", "--epsilon", "0.5",
                                          *flags))
     assert code == 3 and "exceeded" in err and "nothing was read" in err
+    assert "refused: at most epsilon 0.25 fits" in err          # issue 22: what still fits
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -9,7 +9,7 @@ from tests.service.conftest import ServerProcess, issue_tokens, write_config, ne
 
 need_service_extra()
 
-FLAGS = ["--user-column", "user_id", "--item-column", "article", "--epsilon", "0.1",
+FLAGS = ["--privacy-unit", "user_id", "--item-column", "article", "--epsilon", "0.1",
          "--delta", "1e-7", "--k", "5", "--l0", "3", "--d-bar", "20"]
 
 

@@ -18,5 +18,6 @@ _EXPORTS = {
     "privloss.api.planning": ("max_epsilon", "plan"),
     "privloss.api.sql": ("sql",),
     "privloss.api.rollup": ("rollup", "plan_rollup", "RollupRelease"),
+    "privloss.api.accuracy_plan": ("plan_accuracy", "accuracy_figure"),
 }
 __getattr__, __dir__, __all__ = lazy_exports("privloss.api", _EXPORTS)

@@ -237,7 +237,8 @@ def describe_plan(query: AggregateQuery) -> dict:
         event = plan.event_of(m.name)
         entry = {"measurement": m.name, "aggregation": m.owner, "event": repr(event),
                  "step": describe_event(event),
-                 "epsilon_alone": _alone(event)}
+                 "epsilon_alone": _alone(event),
+                 "share": plan.shares.get(m.name)}
         if m.is_quantile:
             from privloss.mechanisms.exponential import ExponentialMechanism
             mech = ExponentialMechanism(plan.strengths[m.name], score_range=m.linf)
@@ -253,7 +254,12 @@ def describe_plan(query: AggregateQuery) -> dict:
             entry["noise_parameter"] = float(noise.parameter)
             entry["ci95_half_width"] = width * unit
         out.append(entry)
-    return {"measurements": out, "guarantee": plan.guarantee, "threshold": plan.threshold,
+    return {"measurements": out, "split": {
+                "given": query.budget_split is not None,
+                "rule": "budget_split as given" if query.budget_split is not None else
+                        "error-balancing, each measurement at least 1/(4m) of the budget",
+                "shares": dict(plan.shares)},
+            "guarantee": plan.guarantee, "threshold": plan.threshold,
             "delta_selection": plan.delta_selection,
             "grids": {c: {"grid": f"2^-{g.exponent}", "low_units": g.lo, "high_units": g.hi}
                       for c, g in plan.grids.items()}}
@@ -264,17 +270,33 @@ def _alone(event) -> float:
     return compose((event,), target_delta=0.0, interaction="adaptive").epsilon
 
 
-def plan_aggregate(*, ledger=None, dataset=None, **parameters) -> dict:
+def plan_aggregate(*, ledger=None, dataset=None, target_half_width=None,
+                   min_release_users=None, **parameters) -> dict:
     """The dry run: what :func:`aggregate` with these parameters would spend and
     how accurate it would be, and whether the ledger would admit it (read-only).
-    Reads no data."""
+    Reads no data.  Instead of ``epsilon``: ``target_half_width`` /
+    ``min_release_users`` plan it (and, for a target, the ``budget_split``),
+    :mod:`privloss.api.accuracy_plan`; the answer's ``accuracy`` says how."""
     from privloss.api.protocol import resolve_ledger
 
+    accuracy = None
+    if target_half_width is not None or min_release_users is not None:
+        from privloss.api.accuracy_plan import plan_accuracy
+        if parameters.get("epsilon") is not None:
+            raise ValueError("give epsilon or a target (target_half_width / "
+                             "min_release_users), not both")
+        parameters.pop("epsilon", None)
+        accuracy = plan_accuracy("aggregate", target_half_width=target_half_width,
+                                 min_release_users=min_release_users, **parameters)
+        parameters["epsilon"] = accuracy.epsilon
+        if accuracy.budget_split is not None:
+            parameters["budget_split"] = accuracy.budget_split
     query = make_query(**parameters)
     out = {"dry_run": True, "command": "aggregate", "where": query.where_text,
            **({"joins": query.joins_described} if query.joins else {}),
            **describe_plan(query),
-           "events": [repr(e) for e in query.plan.events], "ledger": None}
+           "events": [repr(e) for e in query.plan.events], "ledger": None,
+           **({} if accuracy is None else {"accuracy": accuracy.to_dict()})}
     ledger, dataset = resolve_ledger(ledger, dataset)
     if ledger is not None:
         verdict = ledger.would_admit(dataset, query.key({"dry-run": secrets.token_hex(8)}, None),
@@ -290,8 +312,6 @@ def max_epsilon_aggregate(*, ledger, dataset, tolerance: float = 1e-3, **paramet
     without ``epsilon``) that the ledger's fully adaptive dataset still admits,
     to relative ``tolerance``; raises the ledger's refusal when nothing fits.
     Reads no data (:func:`privloss.api.planning.largest_admitted`)."""
-    import math
-
     from privloss.api.planning import largest_admitted
     from privloss.api.protocol import resolve_ledger
 
@@ -304,6 +324,18 @@ def max_epsilon_aggregate(*, ledger, dataset, tolerance: float = 1e-3, **paramet
         raise ValueError(f"epsilon 'max' for a group-by needs a fully-adaptive dataset; "
                          f"dataset {dataset!r} composes as {summary['interaction']}, whose "
                          f"plan fixes each release's epsilon")
+    return largest_admitted(ledger, dataset, _admission(ledger, dataset, parameters), summary,
+                            tolerance=tolerance, epsilon_range=EPSILON_RANGE)
+
+
+#: the epsilons a group-by calibrates for (the search range of epsilon 'max')
+EPSILON_RANGE = (1e-3, 100.0)
+
+
+def _admission(ledger, dataset, parameters: dict):
+    """epsilon -> the ledger's read-only verdict on this group-by at that epsilon."""
+    import math
+
     nonce = secrets.token_hex(8)
 
     def admitted(epsilon: float) -> dict:
@@ -315,8 +347,7 @@ def max_epsilon_aggregate(*, ledger, dataset, tolerance: float = 1e-3, **paramet
         return ledger.would_admit(dataset, query.key({"dry-run": nonce}, None),
                                   query.plan.events)
 
-    return largest_admitted(ledger, dataset, admitted, summary, tolerance=tolerance,
-                            epsilon_range=(1e-3, 100.0))
+    return admitted
 
 
 def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delta: float = 0.0,
@@ -367,7 +398,14 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
                                      events)
         wanted = {**query.key(None, seed), "consistent": consistent}
         if not verdict["admitted"] and not api.may_be_stored(ledger, dataset, wanted):
-            raise api.refusal(ledger, dataset, verdict)
+            parameters = dict(privacy_unit=privacy_unit, by=by, aggregations=aggregations,
+                              delta=delta, keys=keys, max_groups=max_groups,
+                              max_rows_per_group=max_rows_per_group, noise=noise,
+                              budget_split=budget_split, grid_exponents=grid_exponents,
+                              where=where)
+            raise api.refusal(ledger, dataset, verdict,
+                              admitted=_admission(ledger, dataset, parameters),
+                              epsilon_range=EPSILON_RANGE)
     source = api.prepare_data(data, engine=engine)
     joined: list = []
     try:

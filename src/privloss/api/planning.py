@@ -36,6 +36,7 @@ Runtime
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import secrets
 from dataclasses import dataclass, field
@@ -128,6 +129,8 @@ class ReleasePlan:
     threshold: dict | None
     ledger: dict | None
     notes: tuple = field(default_factory=tuple)
+    #: the accuracy plan (:mod:`privloss.api.accuracy_plan`) when a target was given
+    accuracy: object = None
 
     def to_dict(self) -> dict:
         request = self.request
@@ -139,7 +142,8 @@ class ReleasePlan:
                 "events": [repr(event) for event in self.events],
                 "steps": [describe_event(event) for event in self.events],
                 "guarantee": self.guarantee, "noise": self.noise,
-                "threshold": self.threshold, "ledger": self.ledger, "notes": list(self.notes)}
+                "threshold": self.threshold, "ledger": self.ledger, "notes": list(self.notes),
+                **({} if self.accuracy is None else {"accuracy": self.accuracy.to_dict()})}
 
     def __str__(self) -> str:
         request = self.request
@@ -171,6 +175,8 @@ class ReleasePlan:
                              f"{ledger['budget_epsilon']:g} (bound: {ledger['bound']})")
             else:
                 lines.append(f"  afterwards does NOT fit: {ledger['reason']}")
+        if self.accuracy is not None:
+            lines.append(str(self.accuracy))
         return "\n".join(lines)
 
 
@@ -222,10 +228,10 @@ def plan_request(request: ReleaseRequest, *, ledger=None, dataset=None, user=Non
                        _threshold(request, algorithm_plan), view, tuple(notes))
 
 
-def plan(command: str = "topk", *, epsilon, delta: float = 0.0, k=None, l0=None, linf: int = 1,
-         domain=None, d_bar=None, algorithm=None, noise: str = "laplace", interaction=None,
-         ledger=None, dataset=None, privacy_unit=None, item=None, seed=None,
-         user=None) -> ReleasePlan:
+def plan(command: str = "topk", *, epsilon=None, delta: float = 0.0, k=None, l0=None,
+         linf: int = 1, domain=None, d_bar=None, algorithm=None, noise: str = "laplace",
+         interaction=None, ledger=None, dataset=None, privacy_unit=None, item=None, seed=None,
+         user=None, target_half_width=None, min_release_users=None) -> ReleasePlan:
     """What ``privloss.topk`` / ``privloss.histogram`` with these parameters
     would spend and release, without reading data or changing a ledger.
 
@@ -234,10 +240,30 @@ def plan(command: str = "topk", *, epsilon, delta: float = 0.0, k=None, l0=None,
     ledger (:func:`max_epsilon`); the other arguments as
     :func:`privloss.api.protocol.topk` (``privacy_unit`` / ``item`` / ``seed``
     only complete the query key a plan-based ledger matches; ``user`` is the
-    deprecated spelling of ``privacy_unit``).  Returns a
-    :class:`ReleasePlan` (print it, or ``.to_dict()``).
+    deprecated spelling of ``privacy_unit``).  Instead of ``epsilon``:
+    ``target_half_width=W`` (the smallest epsilon whose 95% half-width is at
+    most W) or ``min_release_users=N`` (the epsilon at which a group of N
+    users is released with probability 95%), :mod:`privloss.api.accuracy_plan`;
+    the plan's ``accuracy`` says it in words.  Returns a :class:`ReleasePlan`
+    (print it, or ``.to_dict()``).
     """
     user = unit_column(privacy_unit, user, required=False)
+    if target_half_width is not None or min_release_users is not None:
+        from privloss.api.accuracy_plan import plan_accuracy
+        if epsilon is not None:
+            raise ValueError("give epsilon or a target (target_half_width / "
+                             "min_release_users), not both")
+        request = make_request(command, epsilon=1.0, delta=delta, k=k, l0=l0, linf=linf,
+                               domain=domain, d_bar=d_bar, algorithm=algorithm, noise=noise,
+                               interaction=interaction)
+        accuracy = plan_accuracy(command, request=request, target_half_width=target_half_width,
+                                 min_release_users=min_release_users)
+        planned = plan_request(request.with_epsilon(accuracy.epsilon), ledger=ledger,
+                               dataset=dataset, user=user, item=item, seed=seed,
+                               interaction_given=interaction)
+        return dataclasses.replace(planned, accuracy=accuracy)
+    if epsilon is None:
+        raise ValueError("give epsilon, target_half_width or min_release_users")
     if isinstance(epsilon, str) and epsilon == "max":
         epsilon = max_epsilon(command, delta=delta, k=k, l0=l0, linf=linf, domain=domain,
                               d_bar=d_bar, algorithm=algorithm, noise=noise,
@@ -372,3 +398,53 @@ def max_epsilon(command: str = "topk", *, delta: float = 0.0, k=None, l0=None, l
                            interaction=interaction)
     return max_epsilon_of(request, ledger=ledger, dataset=dataset, user=user, item=item,
                           seed=seed, interaction_given=interaction, tolerance=tolerance)
+
+
+# ----------------------------------------------------------------------------------
+# what still fits (a refusal's first words)
+# ----------------------------------------------------------------------------------
+
+def what_fits(ledger, dataset, verdict: dict, admitted, *, epsilon_range=None) -> str | None:
+    """One phrase saying what still fits after the refused ``verdict``: "at most
+    epsilon 0.081 fits; the budget's epsilon is the binding limit" (the exact
+    search :func:`largest_admitted` over ``admitted``, epsilon -> verdict of
+    the same release at that epsilon), or "no epsilon fits; ..." .  The
+    binding limit is delta when the releases' deltas reach the delta cap, else
+    epsilon.  None when the ledger follows a plan (the plan fixes epsilon).
+    Reads no data: a function of public parameters and the ledger's totals."""
+    from privloss.budget import LedgerBudgetError, LedgerPlanError
+
+    summary = ledger.show(dataset)
+    if summary["interaction"] != "fully-adaptive":
+        return None
+    binding = ("delta is the binding limit (lower --delta / delta)"
+               if verdict.get("bound") == "delta-cap" else
+               "the budget's epsilon is the binding limit")
+    try:
+        epsilon = largest_admitted(ledger, dataset, admitted, summary,
+                                   epsilon_range=epsilon_range)
+    except (LedgerBudgetError, LedgerPlanError):
+        return f"refused: no epsilon of this release fits; {binding}"
+    return f"refused: at most epsilon {_down(epsilon)} fits; {binding}"
+
+
+def _down(epsilon: float) -> str:
+    """``epsilon`` to 2 significant digits, rounded DOWN (the shown value fits)."""
+    if epsilon <= 0:
+        return "0"
+    exponent = math.floor(math.log10(epsilon)) - 1
+    shown = math.floor(epsilon / 10 ** exponent) * 10 ** exponent
+    return f"{shown:.{max(0, -exponent)}f}" if exponent < 0 else f"{shown:g}"
+
+
+def request_refusal(ledger, dataset, verdict: dict, request: ReleaseRequest, *, user=None,
+                    item=None, seed=None) -> Exception:
+    """:func:`privloss.api.protocol.refusal` of a top-k / histogram request,
+    saying first what still fits."""
+    from privloss.api.protocol import refusal
+
+    def admitted(epsilon: float) -> dict:
+        return _verdict(ledger, dataset, request.with_epsilon(epsilon), user=user, item=item,
+                        seed=seed)
+
+    return refusal(ledger, dataset, verdict, admitted=admitted)

@@ -285,18 +285,25 @@ def check_budget_first(ledger, dataset, request: ReleaseRequest, events, *, user
         return
     if _may_be_stored(ledger, dataset, request, user_column, item_column, seed, label, where):
         return
-    raise refusal(ledger, dataset, verdict)
+    from privloss.api.planning import request_refusal
+    raise request_refusal(ledger, dataset, verdict, request, user=user_column,
+                          item=item_column, seed=seed)
 
 
-def refusal(ledger, dataset, verdict: dict) -> Exception:
+def refusal(ledger, dataset, verdict: dict, *, admitted=None, epsilon_range=None) -> Exception:
     """The error :meth:`Ledger.release` would raise for a refused ``would_admit``
     verdict: ``LedgerPlanError`` for a plan mismatch, else ``LedgerBudgetError``
-    naming the binding constraint and what remains."""
+    naming the binding constraint and what remains (first what still fits, with
+    ``admitted``: :func:`privloss.api.planning.what_fits`)."""
     from privloss.budget import LedgerBudgetError, LedgerPlanError
 
     reason = verdict["reason"] or "the release does not fit"
     if verdict.get("refusal") == "plan":
         return LedgerPlanError(reason)
+    fits = None
+    if admitted is not None:
+        from privloss.api.planning import what_fits
+        fits = what_fits(ledger, dataset, verdict, admitted, epsilon_range=epsilon_range)
     summary = ledger.show(dataset)
     if not reason.startswith("privacy budget"):
         reason = (f"privacy budget of dataset {dataset!r} exceeded: {reason} (spent epsilon "
@@ -304,6 +311,8 @@ def refusal(ledger, dataset, verdict: dict) -> Exception:
                   f"remaining epsilon {summary['remaining_epsilon']:.6g} of "
                   f"{summary['budget_epsilon']:g}, delta budget {summary['budget_delta']:g}); "
                   f"nothing was read, recorded or computed")
+    if fits is not None:
+        reason = f"{fits}; {reason}"
     return LedgerBudgetError(reason, dataset=dataset, spent=summary["spent_epsilon"],
                              budget_epsilon=summary["budget_epsilon"],
                              budget_delta=summary["budget_delta"],

@@ -186,6 +186,24 @@ def make_running_request(*, privacy_unit: str, time_column: str, period: str, st
                           float(delta), plan)
 
 
+def running_at(request: RunningRequest, epsilon: float) -> RunningRequest:
+    """The same running release planned for another ``epsilon`` (public parameters only)."""
+    import dataclasses
+
+    from privloss.releases.running import plan_running
+
+    if request.noise == "laplace":
+        budget = float(epsilon)
+    else:
+        from privloss.releases import rho_for
+        budget = rho_for(float(epsilon), request.delta)
+    query = request.query
+    plan = plan_running(query.periods, max_periods=query.unit_periods,
+                        per_period=query.per_period, noise=request.noise, budget=budget,
+                        nondecreasing=query.nondecreasing)
+    return dataclasses.replace(request, epsilon=float(epsilon), plan=plan)
+
+
 @dataclass(frozen=True)
 class RunningResult:
     """``payload``: the JSON object the CLI prints (``periods`` with totals
@@ -269,7 +287,13 @@ def release_running(request: RunningRequest, data, *, ledger=None, dataset=None,
         probe = request.query_key({"dry-run": secrets.token_hex(8)}, seed)
         verdict = ledger.would_admit(dataset, probe, events, fresh=True)
         if not verdict["admitted"] and not _asked_before(ledger, dataset, request, seed, label):
-            raise refusal(ledger, dataset, verdict)
+            def admitted(epsilon: float) -> dict:
+                other = running_at(request, epsilon)
+                return ledger.would_admit(dataset, other.query_key({"dry-run": nonce}, seed),
+                                          other.events, fresh=True)
+            nonce = secrets.token_hex(8)
+            raise refusal(ledger, dataset, verdict, admitted=admitted,
+                          epsilon_range=(1e-3, 100.0))
     source = prepare() if prepare is not None else prepare_data(data)
     try:
         check_running_schema(source.input, request.query, unit=request.unit,

@@ -103,17 +103,20 @@ def source_of(args):
 
 def add_data_flags(parser: argparse.ArgumentParser) -> None:
     add_source_flags(parser)
-    parser.add_argument("--privacy-unit", "--user-column", dest="user_column", required=True,
-                        metavar="U", help="column of the privacy units (user ids); "
-                                          "--user-column is the older spelling")
+    parser.add_argument("--privacy-unit", dest="user_column", default=None, metavar="U",
+                        help="column of the privacy units (user ids); required")
+    from privloss.cli._vocabulary import add_deprecated
+    # the old spelling: one fixed warning line (the same on neighbouring datasets)
+    add_deprecated(parser, "--user-column", dest="user_column", new="--privacy-unit")
     parser.add_argument("--where", metavar="CONDITION", default=None,
                         help="keep only the rows where this SQL condition holds (comparisons, "
                              "IN, BETWEEN, IS NULL, LIKE, AND/OR/NOT, CAST; docs/sql.md); "
                              "no privacy cost")
     parser.add_argument("--item-column", required=True, metavar="I", help="column of items")
-    parser.add_argument("--epsilon", required=True, type=epsilon_flag, metavar="E",
+    parser.add_argument("--epsilon", default=None, type=epsilon_flag, metavar="E",
                         help="epsilon this release spends, >= 0.001; 'max': the largest "
-                             "that still fits the ledger's budget (needs --ledger)")
+                             "that still fits the ledger's budget (needs --ledger); or plan "
+                             "it with --target-half-width / --min-release-users")
     parser.add_argument("--delta", type=delta_value, default=0.0, metavar="D",
                         help="delta this release spends, in [0, 1) (default 0)")
     parser.add_argument("--l0", type=lambda t: positive_int(t, "l0"), default=None, metavar="N",
@@ -140,6 +143,8 @@ def add_data_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     from privloss.cli.ledger import add_ledger_flags
     add_ledger_flags(parser)
+    from privloss.cli._accuracy import add_accuracy_flags
+    add_accuracy_flags(parser)
 
 
 def read_domain(path: str | None):
@@ -268,11 +273,16 @@ def release_and_report(args, *, command: str, k: int | None = None, algorithm=No
     from privloss.api.request import make_request
     from privloss.cli.ledger import ledger_errors, open_ledger_from_args
 
+    from privloss.cli._accuracy import check_accuracy_flags, plan_of, write_plot
+
+    if args.user_column is None:
+        raise CommandError("the following arguments are required: --privacy-unit")
+    targeted = check_accuracy_flags(args)
     domain = read_domain(args.domain)
     maximum = args.epsilon == "max"
     row_filter = where_of(args)
     with ledger_errors():      # bad parameters (e.g. k > d_bar) -> exit 2, before any work
-        request = make_request(command, epsilon=1.0 if maximum else args.epsilon,
+        request = make_request(command, epsilon=1.0 if maximum or targeted else args.epsilon,
                                delta=args.delta, k=k, l0=args.l0, linf=args.linf,
                                domain=domain, d_bar=args.d_bar, algorithm=algorithm,
                                noise=noise, interaction=args.interaction)
@@ -291,12 +301,20 @@ def release_and_report(args, *, command: str, k: int | None = None, algorithm=No
             request = request.with_epsilon(max_epsilon_of(request, **where, **keys))
             if not args.json:
                 warn(f"privloss: --epsilon max = {request.epsilon!r}")
+        accuracy = plan_of(args, command, quiet=args.json, epsilon=request.epsilon,
+                           request=request)
+        if targeted:
+            request = request.with_epsilon(accuracy.epsilon)
         if args.dry_run:
             planned = plan_request(request, **where, **keys)
+            write_plot(args, accuracy)
             if args.json:
-                print_json(planned.to_dict())
+                print_json({**planned.to_dict(), **({} if accuracy is None else
+                                                    {"accuracy": accuracy.to_dict()})})
             else:
                 print(planned)
+                if accuracy is not None:
+                    print(accuracy)
             return 0
     _check_paths(args)        # exist and are usable (nothing read yet): exit 2, not 3
     try:
@@ -311,6 +329,8 @@ def release_and_report(args, *, command: str, k: int | None = None, algorithm=No
     payload = api.payload_of(release)
     if maximum:
         payload["epsilon_max"] = request.epsilon
+    if targeted:
+        payload["epsilon_planned"] = request.epsilon
     if args.json:
         print_json(payload)
         return 0

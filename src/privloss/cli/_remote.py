@@ -2,7 +2,7 @@
 release through a running ``privloss serve`` (:class:`privloss.client.Client`).
 
 With ``--server``, DATA is the server's dataset name, ``--item-column`` the
-column to count (one the operator declared) and ``--user-column`` must be the
+column to count (one the operator declared) and ``--privacy-unit`` must be the
 dataset's privacy unit (checked against the server; the server decides it).
 ``--ledger``, ``--dataset``, ``--sql``, ``--table``, ``--engine``, ``--seed``
 and ``--epsilon max`` belong to local releases and are refused.  Exit status:
@@ -87,7 +87,7 @@ def run_remote(args, command: str) -> int:
                                    f"{args.server} (granted: {', '.join(granted) or 'none'})")
             unit = granted[args.data]["privacy_unit"]
             if args.user_column != unit:
-                raise CommandError(f"--user-column: the privacy unit of {args.data!r} is "
+                raise CommandError(f"--privacy-unit: the privacy unit of {args.data!r} is "
                                    f"{unit!r}, got {args.user_column!r}")
             if args.dry_run:
                 result = client.plan(args.data, command, **parameters)

@@ -15,7 +15,8 @@ Table (old -> new): ``ledger create --epsilon/--delta`` -> ``--budget-epsilon/
 --budget-delta``; ``compose --epsilon/--delta`` -> ``--target-epsilon/--target-delta``;
 ``calibrate --delta`` -> ``--target-delta``;
 ``sample discrete-gaussian --scale`` -> ``--sigma``; ``sample -n`` -> ``-n/--count``;
-``tradeoff --points`` -> ``-n/--count``; ``demo --rows`` -> ``-n/--count``.
+``tradeoff --points`` -> ``-n/--count``; ``demo --rows`` -> ``-n/--count``;
+``topk`` / ``histogram --user-column`` -> ``--privacy-unit``.
 """
 
 from __future__ import annotations
@@ -89,9 +90,9 @@ EXAMPLES = {
     "ledger show": "privloss ledger show --ledger budget.sqlite --dataset retail --json",
     "ledger history": "privloss ledger history --ledger budget.sqlite --dataset retail",
     "ledger verify": "privloss ledger verify --ledger budget.sqlite",
-    "histogram": "privloss histogram orders.csv --user-column customer --item-column product "
+    "histogram": "privloss histogram orders.csv --privacy-unit customer --item-column product "
                  "--epsilon 0.5 --l0 10 --domain products.txt --dry-run",
-    "topk": "privloss topk orders.csv --user-column customer --item-column product --k 10 "
+    "topk": "privloss topk orders.csv --privacy-unit customer --item-column product --k 10 "
             "--epsilon 0.5 --delta 1e-7 --l0 50 --d-bar 100 --ledger budget.sqlite "
             "--dataset retail --dry-run\n"
             "  (then the same with --epsilon max to spend the rest of the budget)",

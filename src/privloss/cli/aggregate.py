@@ -22,9 +22,10 @@ def add_query_flags(parser) -> None:
     parser.add_argument("--privacy-unit", required=True, metavar="COL",
                         help="column identifying a privacy unit (the protected person)")
     from privloss.cli._release import epsilon_flag
-    parser.add_argument("--epsilon", required=True, type=epsilon_flag, metavar="E",
+    parser.add_argument("--epsilon", default=None, type=epsilon_flag, metavar="E",
                         help="total epsilon; 'max': the largest that still fits the "
-                             "ledger's budget (needs --ledger)")
+                             "ledger's budget (needs --ledger); or plan it with "
+                             "--target-half-width / --min-release-users")
     parser.add_argument("--delta", type=float, default=0.0, help="total delta (default 0)")
     parser.add_argument("--keys", metavar="FILE", default=None,
                         help="CSV of public group keys (header: the by columns); released "
@@ -45,6 +46,8 @@ def add_query_flags(parser) -> None:
                         help="show the cost and accuracy; read and charge nothing")
     from privloss.cli.ledger import add_ledger_flags
     add_ledger_flags(parser)
+    from privloss.cli._accuracy import add_accuracy_flags
+    add_accuracy_flags(parser)
 
 
 def register(subparsers) -> None:
@@ -96,8 +99,13 @@ def run_query(args, data, by, aggregations, where=None, joins=(), join_truncatio
     from privloss.query.keys import read_keys_file
     from privloss.query.errors import ComputationFailed
     from privloss.cli.ledger import ledger_errors, open_ledger_from_args
+    from privloss.cli._accuracy import check_accuracy_flags, plan_of, write_plot
 
+    targeted = check_accuracy_flags(args)
     if rollup:
+        if targeted or args.plot is not None:
+            raise CommandError("--rollup takes --epsilon (--target-half-width, "
+                               "--min-release-users and --plot plan flat group-bys only)")
         from privloss.cli._rollup import run_rollup
         return run_rollup(args, data, by, aggregations, where)
     with ledger_errors():
@@ -118,14 +126,28 @@ def run_query(args, data, by, aggregations, where=None, joins=(), join_truncatio
             del parameters["epsilon"]
             parameters["epsilon"] = max_epsilon_aggregate(ledger=ledger, dataset=args.dataset,
                                                           **parameters)
+        if targeted:
+            del parameters["epsilon"]
+        accuracy = plan_of(args, "aggregate", quiet=args.json, epsilon=parameters.get("epsilon"),
+                           **{name: value for name, value in parameters.items()
+                              if name != "epsilon"})
+        if targeted:
+            parameters["epsilon"] = accuracy.epsilon
+            if accuracy.budget_split is not None:
+                parameters["budget_split"] = accuracy.budget_split
         if args.dry_run:
             ledger = open_ledger_from_args(args)
             planned = plan_aggregate(ledger=ledger, dataset=args.dataset if ledger else None,
                                      **parameters)
+            write_plot(args, accuracy)
+            if accuracy is not None:
+                planned["accuracy"] = accuracy.to_dict()
             if args.json:
                 print_json(planned)
             else:
                 _print_plan(planned)
+                if accuracy is not None:
+                    print(accuracy)
             return 0
         ledger = open_ledger_from_args(args)
     try:
@@ -156,8 +178,11 @@ def _print_plan(planned: dict) -> None:
         print(f"  rows kept where {planned['where']} (a filter: no privacy cost)")
     for m in planned["measurements"]:
         width = m.get("ci95_half_width", m.get("ci95_rank_error"))
-        print(f"  {m['measurement']:<28} epsilon alone {m['epsilon_alone']:.6g}; "
+        share = "" if m.get("share") is None else f"share {100 * m['share']:.1f}%; "
+        print(f"  {m['measurement']:<28} {share}epsilon alone {m['epsilon_alone']:.6g}; "
               f"{m['step']}; 95% half-width {width:.6g}")
+    if planned.get("split"):
+        print(f"  split      {planned['split']['rule']}")
     g = planned["guarantee"]
     print(f"  guarantee epsilon = {g['epsilon']:.10g} at delta = {g['delta']:g} "
           f"(bound: {g['bound']})")

@@ -97,7 +97,7 @@ def register(subparsers) -> None:
     parser.add_argument("--max-rows-per-period", required=True, metavar="M",
                         type=lambda t: _positive(t, "max-rows-per-period"),
                         help="each unit counts at most M rows per period")
-    parser.add_argument("--epsilon", required=True, metavar="E",
+    parser.add_argument("--epsilon", default=None, metavar="E",
                         type=lambda t: "max" if t.strip().lower() == "max" else
                         _real(t, "epsilon"),
                         help="epsilon this release spends; 'max': the largest that still fits "
@@ -114,6 +114,8 @@ def register(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     from privloss.cli.ledger import add_ledger_flags
     add_ledger_flags(parser)
+    from privloss.cli._accuracy import add_accuracy_flags
+    add_accuracy_flags(parser)
     parser.set_defaults(handler=run)
 
 
@@ -133,8 +135,11 @@ def run(args) -> int:
             max_rows_per_period=args.max_rows_per_period, epsilon=epsilon,
             delta=args.delta, noise=args.noise)
 
+    from privloss.cli._accuracy import check_accuracy_flags, plan_of, write_plot
+
+    targeted = check_accuracy_flags(args)
     with _errors():
-        request = request_at(1.0 if args.epsilon == "max" else args.epsilon)
+        request = request_at(1.0 if args.epsilon == "max" or targeted else args.epsilon)
     ledger = open_ledger_from_args(args)
     if args.epsilon == "max":
         if ledger is None:
@@ -143,8 +148,22 @@ def run(args) -> int:
             request = request_at(_largest_epsilon(ledger, args.dataset, request_at))
         if not args.json:
             warn(f"privloss: --epsilon max = {request.epsilon!r}")
+    with _errors():
+        parameters = dict(
+            privacy_unit=args.privacy_unit, time_column=args.time_column, period=args.period,
+            start=args.start, end=args.end, count=args.count,
+            count_distinct=args.count_distinct, sum=args.sum,
+            max_periods_per_unit=args.max_periods_per_unit,
+            max_rows_per_period=args.max_rows_per_period, delta=args.delta, noise=args.noise)
+        accuracy = plan_of(args, "running", quiet=args.json, epsilon=request.epsilon,
+                           **parameters)
+        if targeted:
+            request = request_at(accuracy.epsilon)
     if args.dry_run:
         summary = request.plan_summary()
+        write_plot(args, accuracy)
+        if accuracy is not None:
+            summary["accuracy"] = accuracy.to_dict()
         if ledger is not None:
             with _errors():
                 verdict = ledger.would_admit(args.dataset, {"dry-run": True}, request.events,
@@ -155,6 +174,8 @@ def run(args) -> int:
             print_json(summary)
         else:
             _print_plan(summary)
+            if accuracy is not None:
+                print(accuracy)
         return 0
     if args.seed is not None and ledger is not None:
         warn("privloss: warning: --seed makes the noise predictable (NOT private) but the "
