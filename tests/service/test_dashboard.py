@@ -59,6 +59,8 @@ def test_topk_preview_explains_why_the_ledger_charges_more_than_epsilon(signed_i
     client, csrf, ledger = signed_in
     page = client.post("/datasets/views/preview", data={**TOPK, "csrf": csrf})
     assert page.status_code == 200
+    # every form field shows text (a dict method's repr once filled the SQL keys)
+    assert 'name="keys" id="sql-keys" value=""' in page.text and "built-in" not in page.text
     cost = _section(page.text, "cost")
     # k = 10 at epsilon 0.1: 10 selection steps and 10 counts of 0.0071 each
     # (docs/accounting.md's worked example): pure epsilon 0.142

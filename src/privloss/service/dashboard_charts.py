@@ -97,7 +97,7 @@ def budget_png(history: list[dict], budget: dict, now: datetime | None = None) -
               label=f"mine now: {float(mine['spent_epsilon']):.4g}")
     limit = float(dataset["budget_epsilon"])
     if math.isfinite(limit):
-        axes.axhline(limit, color="#e63946", linestyle="--", linewidth=1,
+        axes.axhline(limit, color="#e63946", linewidth=1.5,
                      label=f"dataset budget {limit:.4g}")
     cap = float(mine["budget_epsilon"])
     if math.isfinite(cap) and cap != limit:
@@ -107,13 +107,13 @@ def budget_png(history: list[dict], budget: dict, now: datetime | None = None) -
     if start == now:
         from datetime import timedelta
         axes.set_xlim(now - timedelta(minutes=5), now + timedelta(minutes=5))
-    locator = AutoDateLocator()
+    locator = AutoDateLocator(minticks=3, maxticks=5)
     axes.xaxis.set_major_locator(locator)
     axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))
     axes.set_ylabel("epsilon spent")
     axes.set_title("budget use over time (UTC)")
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=7, loc="lower right")
+    axes.legend(fontsize=7, loc="best")
     return _png(figure)
 
 

@@ -211,8 +211,8 @@ def empty_explanation(command: str, epsilon: float, result: dict,
         threshold = parameters.get("threshold")
         lines = [f"No group was released. Without public keys a group is released only when "
                  f"its noisy count of distinct {parameters.get('privacy_unit', 'units')} "
-                 f"passes the threshold {threshold}; no group's did. The answer is itself "
-                 f"private: it says no group was that large, not how small any was."]
+                 f"passes the threshold {threshold}; no group's did. This empty answer is "
+                 f"itself private: it does not say how small any group was."]
         remedy = "Public keys (the groups you know exist) need no threshold."
     else:
         threshold = parameters.get("threshold_offset")
@@ -223,9 +223,9 @@ def empty_explanation(command: str, epsilon: float, result: dict,
                  f"only when its bounded count reaches h_next + {_number(float(threshold))} "
                  f"distinct users, where h_next is {next_count} (0 when there are fewer "
                  f"items), after each user is bounded to at most "
-                 f"{parameters.get('l0_sensitivity')} item(s). No item was that far ahead. "
-                 f"The answer is itself private: it says no item was that far ahead, not how "
-                 f"far behind any was."] if threshold is not None else [
+                 f"{parameters.get('l0_sensitivity')} item(s). No item's noisy count was that far "
+                 f"ahead. This empty answer is itself private: it does not say how far "
+                 f"behind any item was."] if threshold is not None else [
                  "Nothing was released (no item passed the algorithm's selection)."]
         remedy = ("A public domain (the items you know exist, in the histogram form) needs "
                   "no threshold; a smaller l0 lowers the noise when users touch few items.")
