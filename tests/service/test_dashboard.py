@@ -171,3 +171,13 @@ def test_images_need_a_session(tmp_path):
                      "accuracy.png?command=topk&column=country&epsilon=0.1"):
             response = client.get(f"/datasets/views/{path}")
             assert response.status_code == 401, path
+
+
+def test_gaussian_preview_explains_the_zcdp_charge(signed_in):
+    client, csrf, _ = signed_in
+    form = {"command": "histogram", "column": "country", "epsilon": "0.3", "delta": "1e-7",
+            "l0": "3", "noise": "gaussian"}
+    cost = _section(client.post("/datasets/views/preview", data={**form, "csrf": csrf}).text,
+                    "cost")
+    assert "no pure epsilon (Gaussian noise)" in cost and "zCDP rho is" in cost
+    assert "'zcdp'" in cost and "infinite" not in cost

@@ -209,7 +209,7 @@ def _dataset_page(request: Request, name: str, *, plan=None, release=None, error
                  {"analyst": analyst, "dataset": entry, "releases": list(reversed(releases)),
                   "plan": plan, "release": release, "error": error, "form": form,
                   "command": form.get("command") if form.get("command") in COMMANDS
-                  else "topk", "commands": COMMANDS},
+                  else "topk", "commands": COMMANDS, "inf": float("inf")},
                  status)
 
 

@@ -113,7 +113,7 @@ def cost_explanation(events, guarantee: dict, verdict: dict, spent_before: float
     for event in events:
         part = release_guarantee((event,))
         steps.append({"step": describe_event(event), "epsilon": part.epsilon,
-                      "delta": part.delta})
+                      "rho": part.rho, "delta": part.delta})
     after = verdict.get("spent_epsilon_after")
     rule = verdict.get("bound")
     lines = [f"On its own this release is ({_number(guarantee['epsilon'])}, "
@@ -130,17 +130,23 @@ def cost_explanation(events, guarantee: dict, verdict: dict, spent_before: float
         lines.append(f"The ledger composes this release with the others on the dataset "
                      f"under interaction {interaction!r}; it needs this release's steps "
                      f"(below).")
-    sum_text = " + ".join(_number(step["epsilon"]) for step in steps
-                          if step["epsilon"] != 0 or step["delta"] == 0)
-    lines.append(f"Pure epsilon of this release: {sum_text} = {_number(whole.epsilon)}, "
-                 f"with delta {whole.delta:.3g} set aside.")
+    if math.isfinite(whole.epsilon):
+        sum_text = " + ".join(_number(step["epsilon"]) for step in steps
+                              if step["epsilon"] != 0 or step["delta"] == 0)
+        lines.append(f"Pure epsilon of this release: {sum_text} = {_number(whole.epsilon)}, "
+                     f"with delta {whole.delta:.3g} set aside (zCDP rho "
+                     f"{_number(whole.rho)}).")
+    else:
+        lines.append(f"This release has no pure epsilon (Gaussian noise), so only the zCDP "
+                     f"and Renyi rules can take it: its zCDP rho is {_number(whole.rho)}, "
+                     f"with delta {whole.delta:.3g} set aside.")
     if after is not None:
         lines.append(f"The rule that certifies the least now is {rule!r}"
                      f"{' (' + _RULES[rule] + ')' if rule in _RULES else ''}: the dataset's "
                      f"epsilon goes from {_number(spent_before)} to {_number(after)} "
                      f"(+{_number(after - spent_before)}), against {_number(guarantee['epsilon'])} "
                      f"for this release alone.")
-        if after - spent_before > whole.epsilon * (1 + 1e-9):
+        if math.isfinite(whole.epsilon) and after - spent_before > whole.epsilon * (1 + 1e-9):
             lines.append("The increase is more than this release's pure epsilon because the "
                          "ledger reports the smallest total over all the dataset's releases, "
                          "not a sum of per-release charges: the rule that was smallest before "
@@ -152,7 +158,7 @@ def cost_explanation(events, guarantee: dict, verdict: dict, spent_before: float
     else:
         lines.append(f"It does not fit: {verdict.get('reason') or 'refused by the ledger'}.")
     return {"alone": guarantee, "steps": steps, "pure_epsilon": whole.epsilon,
-            "delta": whole.delta, "rule": rule, "before": spent_before, "after": after,
+            "rho": whole.rho, "delta": whole.delta, "rule": rule, "before": spent_before, "after": after,
             "lines": lines}
 
 
