@@ -181,3 +181,63 @@ def test_gaussian_preview_explains_the_zcdp_charge(signed_in):
                     "cost")
     assert "no pure epsilon (Gaussian noise)" in cost and "zCDP rho is" in cost
     assert "'zcdp'" in cost and "infinite" not in cost
+
+
+SALES = """[service]
+ledger = "budget.sqlite"
+rate = 1000.0
+burst = 1000
+
+[[dataset]]
+name = "sales"
+path = "sales.parquet"
+user_column = "user_id"
+columns = ["country", "amount"]
+epsilon = 2.0
+delta = 1e-6
+
+[[analyst]]
+name = "alice"
+datasets = ["sales"]
+"""
+
+
+def test_sql_form_with_bounds_keys_and_aggregates(tmp_path):
+    """AVG and MEDIAN of a numeric column with bounds and public keys: the
+    preview's half-widths per measurement, the release's intervals and the
+    median's rank error."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from fastapi.testclient import TestClient
+
+    from privloss.service.app import create_app
+    from privloss.service.config import load_config
+
+    generator = np.random.default_rng(7)
+    pq.write_table(pa.table({"user_id": generator.integers(0, 3000, 20_000),
+                             "country": generator.choice(["US", "IN", "BR"], 20_000),
+                             "amount": generator.uniform(0, 100, 20_000)}),
+                   tmp_path / "sales.parquet")
+    (tmp_path / "service.toml").write_text(SALES, encoding="utf-8")
+    config = load_config(tmp_path / "service.toml")
+    tokens = issue_tokens(config)
+    form = {"command": "sql", "epsilon": "0.5", "delta": "1e-7", "bounds": "amount=0:100",
+            "keys": "US, IN, BR", "max_rows_per_group": "3",
+            "query": "SELECT country, COUNT(*), AVG(amount), MEDIAN(amount) FROM sales\n"
+                     "GROUP BY country"}
+    with TestClient(create_app(config), raise_server_exceptions=False) as client:
+        client.post("/login", data={"token": tokens["alice"], "csrf": _csrf(client.get("/"))})
+        csrf = _csrf(client.get("/datasets/sales"))
+        preview = client.post("/datasets/sales/preview", data={**form, "csrf": csrf})
+        assert preview.status_code == 200, _text(preview.text)[:400]
+        plan = _text(re.search(r'(?s)id="plan">(.*?)<div class="cost"', preview.text).group(1))
+        assert "mean(amount) (csum:amount): within" in plan and "rank error" in plan
+        image = re.search(r'id="accuracy" src="([^"]+)"', preview.text).group(1)
+        assert "bounds=amount%3D0.0%3A100.0" in image and "keys=US%2C+IN%2C+BR" in image
+        assert client.get(image.replace("&amp;", "&")).status_code == 200
+        page = client.post("/datasets/sales/release", data={**form, "csrf": csrf})
+        assert page.status_code == 200
+        table = _text(re.search(r'(?s)id="result">(.*?)</table>', page.text).group(1))
+        assert set(re.findall(r"\b(US|IN|BR)\b", table)) == {"US", "IN", "BR"}
+        assert table.count("rank error") == 3 and "[, ]" not in table

@@ -11,7 +11,7 @@ Definition
 * :func:`budget_png`: budget use over time: the dataset's spent epsilon after
   each of my releases (from my history's receipts), today's spending (mine and
   the dataset's) and the budget line.
-* :func:`accuracy_png`: the preview's planned 95% half-width and threshold
+* :func:`accuracy_png`: the preview's planned 95% half-widths and threshold
   against epsilon (:func:`privloss.service.dashboard_explain.accuracy_points`),
   the asked epsilon marked.
 
@@ -126,9 +126,14 @@ def accuracy_png(points: list[dict], epsilon: float, unit: str = "count") -> byt
     figure = Figure(figsize=(5.0, 3.0))
     axes = figure.subplots()
     plotted = False
-    for key, label, style in (("half_width", "95% half-width of a count", "o-"),
-                              ("threshold", "threshold (distinct units)", "s--")):
-        pairs = [(p["epsilon"], p[key]) for p in points if p.get(key) is not None]
+    names = list(dict.fromkeys(name for p in points for name in p.get("half_widths", {})))
+    series = [(f"95% half-width: {name}", "o-",
+               [(p["epsilon"], p["half_widths"][name]) for p in points
+                if name in p.get("half_widths", {})]) for name in names]
+    series.append(("threshold (distinct units)", "s--",
+                   [(p["epsilon"], p["threshold"]) for p in points
+                    if p.get("threshold") is not None]))
+    for label, style, pairs in series:
         if pairs:
             axes.plot(*zip(*pairs), style, label=label, markersize=4)
             plotted = True

@@ -17,8 +17,9 @@ Definition
   delta 1e-7 is 0.1 on its own (Renyi, exact), but 10 selection steps of
   0.0071 plus 10 noisy counts of 0.0071 sum to 0.142, and for a first
   release the sum (rule ``basic``) is the smallest rule (docs/accounting.md).
-* :func:`accuracy_points`: the planned 95% half-width and threshold of the same
-  query at a few other epsilons (plans only: nothing read or charged).
+* :func:`accuracy_points`: the planned 95% half-widths (per measurement) and
+  threshold of the same query at a few other epsilons (plans only: nothing
+  read or charged).
 * :func:`empty_explanation`: an empty answer's threshold, against what the
   same query would have needed at larger epsilons.
 
@@ -163,24 +164,28 @@ def cost_explanation(events, guarantee: dict, verdict: dict, spent_before: float
 
 
 def _point(key: tuple, dataset) -> dict:
-    """(epsilon, 95% half-width, threshold) of one plan (public numbers only)."""
+    """``{"epsilon", "half_widths": {measurement: width}, "threshold"}`` of one
+    plan (public numbers only)."""
     command, parameters = key[4], json.loads(key[5])
     if command == "sql":
         from privloss.api.aggregate import describe_plan
         from privloss.service.sql_route import checked_query
 
         described = describe_plan(checked_query(dataset, parameters))
-        widths = [m["ci95_half_width"] for m in described["measurements"]
-                  if m.get("ci95_half_width") is not None and m["aggregation"] != "selection"]
+        widths = {f"{m['aggregation']} ({m['measurement']})": float(m["ci95_half_width"])
+                  for m in described["measurements"]
+                  if m.get("ci95_half_width") is not None and m["aggregation"] != "selection"}
         threshold = described["threshold"]
-        return {"epsilon": parameters["epsilon"], "half_width": max(widths) if widths else None,
+        return {"epsilon": parameters["epsilon"], "half_widths": widths,
                 "threshold": None if threshold is None else float(threshold)}
     from privloss.api.planning import plan_request
     from privloss.service.queries import build_request
 
     view = plan_request(build_request(command, parameters, dataset, dataset.interaction))
     threshold = view.threshold
-    return {"epsilon": parameters["epsilon"], "half_width": view.noise.get("ci95_half_width"),
+    width = view.noise.get("ci95_half_width")
+    return {"epsilon": parameters["epsilon"],
+            "half_widths": {} if width is None else {"a count": float(width)},
             "threshold": None if threshold is None else float(threshold["offset"])}
 
 
