@@ -79,7 +79,7 @@ def budget_png(history: list[dict], budget: dict, now: datetime | None = None) -
                    if row.get("spent_epsilon_after") is not None and row.get("time")),
                   key=lambda pair: pair[0])
     dataset, mine = budget["dataset"], budget["mine"]
-    figure = Figure(figsize=(5.2, 3.2))
+    figure = Figure(figsize=(5.2, 3.6))
     axes = figure.subplots()
     if rows:
         times = [rows[0][0]] + [time for time, _ in rows] + [now]
@@ -113,7 +113,9 @@ def budget_png(history: list[dict], budget: dict, now: datetime | None = None) -
     axes.set_ylabel("epsilon spent")
     axes.set_title("budget use over time (UTC)")
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=7, loc="best")
+    # below the axes: inside, it would hide the budget line or the latest step
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
+                frameon=False)
     return _png(figure)
 
 
