@@ -1,4 +1,6 @@
-"""The web dashboard at ``/``: server-rendered (Jinja2), no JavaScript needed.
+"""The web dashboard at ``/``: server-rendered (Jinja2), one small static
+script (``/static/dashboard.js``: the "releasing..." progress) that the pages
+also work without.
 
 Definition
 ----------
@@ -7,32 +9,39 @@ session (:mod:`privloss.service.sessions`) whose random id, never the token,
 goes into the cookie ``privloss_session`` (HttpOnly, SameSite=Strict, Secure
 over HTTPS); the session expires on the server after ``session_hours``, ends
 at logout and when the token is re-issued.  Every form carries a CSRF token
-(the session's; the sign-in form's is a double-submit cookie).  Per dataset: gauges of epsilon
-and delta spent (mine and the dataset's), a query form whose first button is
-the dry run (``/datasets/{name}/preview``: nothing spent) and whose second
-button, shown with the preview, releases; the release history with receipts;
-and the tradeoff curve (f-DP) of the budget spent so far as a PNG.
+(the session's; the sign-in form's is a double-submit cookie).  Per dataset:
+gauges of epsilon and delta spent (mine and the dataset's), a chart of budget
+use over time and the tradeoff curve (f-DP) of the budget spent so far
+(:mod:`privloss.service.dashboard_charts`); three query forms, top-k,
+histogram (no ``k``: every item over the threshold) and DP SQL (the query
+text goes unchanged to the ``/sql`` route's own functions), read by
+:mod:`privloss.service.dashboard_forms`.  Each form's first button is the dry
+run (``/datasets/{name}/preview``: nothing spent), shown with why the ledger
+charges what it charges and a plot of accuracy against epsilon
+(:mod:`privloss.service.dashboard_explain`); the second button, shown with a
+preview that fits, releases; an empty answer is explained from its public
+threshold.  Then my release history with receipts.
 
-The curve is the (epsilon, delta)-DP tradeoff function f_{eps,delta} of the
-ledger's spent (epsilon, delta) (mine, and the dataset's): under the fully
-adaptive model the ledger's guarantee is an (epsilon, delta) pair from a
-privacy filter, and (eps, delta)-DP is exactly f_{eps,delta}-DP
-(Dong, Roth and Su, Prop. 2.5), so the curve is sound for any interaction.
+The dashboard is a surface only: the preview and release call the same
+functions as the JSON routes (``plan_release`` / ``run_release``,
+``plan_sql`` / ``run_sql``) after the same checks (the routes' pydantic
+models), so bad input is refused before any charge, with the message in the
+page (never a 500).
 
 Privacy guarantee
 -----------------
-Shows only what the JSON API returns to the same analyst.  POSTs from another
-origin (``Origin: null`` too) or without the form's CSRF token are refused
-(403) on top of SameSite=Strict.
+Shows only what the JSON API returns to the same analyst, plus plans of
+public parameters.  POSTs from another origin (``Origin: null`` too) or
+without the form's CSRF token are refused (403) on top of SameSite=Strict.
 
 Runtime
 -------
-One page: the ledger's ``show`` and ``history``; the PNG: one matplotlib figure.
+One page: the ledger's ``show`` and ``history``; each PNG: one matplotlib
+figure (the accuracy plot: one calibration per epsilon, cached).
 """
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 from fastapi import APIRouter, Request
@@ -41,8 +50,9 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from privloss.service.app import ServiceError
+from privloss.service.dashboard_forms import COMMANDS
 
-__all__ = ["router", "mount_static"]
+__all__ = ["router", "mount_static", "accuracy_png"]
 
 _HERE = Path(__file__).parent
 router = APIRouter(include_in_schema=False)
@@ -182,49 +192,6 @@ async def logout(request: Request):
     return response
 
 
-def _number(text, cast):
-    text = (text or "").strip()
-    return None if not text else cast(text)
-
-
-def _form_parameters(form) -> tuple[str, dict]:
-    """(command, parameters) from the query form; ValueError naming the field."""
-    command = form.get("command", "topk")
-    if command not in ("topk", "histogram"):
-        raise ValueError(f"command must be topk or histogram, got {command!r}")
-    parameters = {"column": form.get("column", "")}
-    for key, cast in (("epsilon", float), ("delta", float), ("k", int), ("l0", int),
-                      ("linf", int), ("d_bar", int)):
-        try:
-            value = _number(form.get(key), cast)
-        except ValueError:
-            raise ValueError(f"{key} must be a number, got {form.get(key)!r}") from None
-        if value is not None:
-            parameters[key] = value
-    domain = (form.get("domain") or "").strip()
-    if domain:
-        parameters["domain"] = [item.strip() for item in domain.split(",") if item.strip()]
-    choice = (form.get("algorithm") or "").strip()
-    if choice:
-        parameters["algorithm" if command == "topk" else "noise"] = choice
-    return command, _checked(parameters)
-
-
-def _checked(parameters: dict) -> dict:
-    """The API's checks and ranges (routes.QueryParameters), before anything is
-    charged: ValueError naming the field."""
-    from pydantic import ValidationError
-
-    from privloss.service.routes import QueryParameters
-
-    try:
-        return QueryParameters.model_validate(parameters).model_dump(exclude_none=True)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first.get("loc", ())) or "form"
-        raise ValueError(f"{field}: {first.get('msg', 'invalid')}") from None
-
-
 def _dataset_page(request: Request, name: str, *, plan=None, release=None, error=None,
                   form=None, status: int = 200):
     from privloss.service.routes import (analyst_history, call_ledger, dataset_entry,
@@ -237,9 +204,12 @@ def _dataset_page(request: Request, name: str, *, plan=None, release=None, error
     dataset = granted_dataset(request, analyst, name)
     entry = call_ledger(dataset_entry, state, analyst, dataset)
     releases = call_ledger(analyst_history, state, analyst, dataset)
+    form = form or {}
     return _page(request, "dataset.html",
                  {"analyst": analyst, "dataset": entry, "releases": list(reversed(releases)),
-                  "plan": plan, "release": release, "error": error, "form": form or {}},
+                  "plan": plan, "release": release, "error": error, "form": form,
+                  "command": form.get("command") if form.get("command") in COMMANDS
+                  else "topk", "commands": COMMANDS, "inf": float("inf")},
                  status)
 
 
@@ -248,14 +218,76 @@ def dataset_page(request: Request, name: str):
     return _dataset_page(request, name)
 
 
+def _preview(state, dataset, analyst, command: str, parameters: dict) -> dict:
+    """The dry run (the JSON routes' own function), with the cost explained and
+    the accuracy image's address."""
+    from urllib.parse import urlencode
+
+    from privloss.service.dashboard_explain import cost_explanation, release_events
+    from privloss.service.queries import plan_release
+    from privloss.service.routes import call_ledger, dataset_entry
+    from privloss.service.sql_route import plan_sql
+
+    before = call_ledger(dataset_entry, state, analyst, dataset)["budget"]
+    if command == "sql":
+        plan = plan_sql(state.ledger, dataset, analyst, parameters,
+                        snapshot=state.snapshots.latest(dataset))
+    else:
+        plan = call_ledger(plan_release, state.ledger, dataset, analyst, command, parameters)
+    events = call_ledger(release_events, dataset, command, parameters)
+    plan = {**plan, "cost": cost_explanation(events, plan["guarantee"], plan["verdict"],
+                                             before["dataset"]["spent_epsilon"],
+                                             before["interaction"]),
+            "accuracy_query": urlencode(_image_form(command, parameters))}
+    return plan
+
+
+def _image_form(command: str, parameters: dict) -> dict:
+    """The form fields that give ``parameters`` back (the accuracy image's query)."""
+    fields = {"command": command}
+    for key, value in parameters.items():
+        if key == "bounds":
+            value = ", ".join(f"{column}={low!r}:{high!r}" for column, (low, high)
+                              in value.items())
+        elif isinstance(value, list):
+            value = ", ".join(str(item) for item in value)
+        elif isinstance(value, bool):
+            value = "on" if value else ""
+        fields[key] = value
+    return fields
+
+
+def _release(state, dataset, analyst, command: str, parameters: dict) -> dict:
+    """The release (the JSON routes' own function); an empty answer explained."""
+    from privloss.service.dashboard_explain import accuracy_points, empty_explanation
+    from privloss.service.queries import run_release
+    from privloss.service.routes import call_ledger
+    from privloss.service.sql_route import run_sql
+
+    snapshot = state.snapshots.current(dataset)       # before the charge
+    if command == "sql":
+        result = run_sql(state.ledger, dataset, analyst, parameters, snapshot=snapshot)
+        empty = not result.get("rows")
+    else:
+        result = call_ledger(run_release, state.ledger, dataset, analyst, command, parameters,
+                             snapshot=snapshot)
+        empty = not result.get("items")
+    result = {**result, "command": command}
+    if empty:
+        points = accuracy_points(dataset, command, parameters, factors=(2.0, 4.0))
+        result["empty"] = empty_explanation(command, parameters["epsilon"], result, points)
+    return result
+
+
 async def _act(request: Request, name: str, action: str):
     from starlette.concurrency import run_in_threadpool
 
-    from privloss.service.queries import plan_release, run_release
-    from privloss.service.routes import call_ledger, granted_dataset
+    from privloss.service.dashboard_forms import form_parameters
+    from privloss.service.routes import granted_dataset
 
     _same_origin(request)
-    form = dict((await request.form()).items())
+    form = {key: value for key, value in (await request.form()).items()
+            if isinstance(value, str)}
     analyst = await run_in_threadpool(_signed_in, request)
     if analyst is None:
         return RedirectResponse("/", status_code=303)
@@ -264,21 +296,21 @@ async def _act(request: Request, name: str, action: str):
     dataset = granted_dataset(request, analyst, name)
     state = request.app.state.service
     try:
-        command, parameters = _form_parameters(form)
+        command, parameters = form_parameters(form)
         request.state.audit["parameters"] = {"command": command, **parameters}
         if action == "preview":
-            result = await run_in_threadpool(call_ledger, plan_release, state.ledger, dataset,
-                                             analyst, command, parameters)
-            request.state.outcome = "planned"
+            result = await run_in_threadpool(_preview, state, dataset, analyst, command,
+                                             parameters)
+            request.state.outcome = "planned" if result["fits"] else "planned-refused"
             return await run_in_threadpool(_dataset_page, request, name, plan=result,
                                            form=form)
-        snapshot = await run_in_threadpool(state.snapshots.current, dataset)
-        result = await run_in_threadpool(call_ledger, run_release, state.ledger, dataset,
-                                         analyst, command, parameters, snapshot=snapshot)
+        result = await run_in_threadpool(_release, state, dataset, analyst, command,
+                                         parameters)
         request.state.audit["release_id"] = result["receipt"]["release_id"]
         request.state.outcome = "stored-answer" if result["receipt"]["cached"] else "released"
         return await run_in_threadpool(_dataset_page, request, name, release=result, form=form)
     except ValueError as error:
+        request.state.outcome = "bad-parameters"
         return await run_in_threadpool(_dataset_page, request, name, error=str(error),
                                        form=form, status=422)
     except ServiceError as error:
@@ -299,33 +331,11 @@ async def release(request: Request, name: str):
     return await _act(request, name, "release")
 
 
-def tradeoff_png(budget: dict) -> bytes:
-    """The f_{eps,delta} curves of my and the dataset's spent budget (see the
-    module docstring), as PNG bytes."""
-    from matplotlib.figure import Figure
-
-    from privloss.fdp.plot import plot_tradeoffs
-    from privloss.fdp.tradeoff import ApproxDPTradeoff
-
-    curves, labels = [], []
-    for who, label in (("dataset", "everything released (dataset)"), ("mine", "my releases")):
-        spent = budget[who]
-        epsilon = min(float(spent["spent_epsilon"]), 50.0)
-        delta = min(float(spent["spent_delta"]), 1.0)
-        curves.append(ApproxDPTradeoff(epsilon, delta))
-        labels.append(f"{label}: eps={spent['spent_epsilon']:.4g}, "
-                      f"delta={spent['spent_delta']:.2g}")
-    figure = Figure(figsize=(5.2, 5.0))
-    axes = figure.subplots()
-    plot_tradeoffs(curves, labels=labels, ax=axes, title="what an attacker can do so far")
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
-    return buffer.getvalue()
-
-
-@router.get("/datasets/{name}/tradeoff.png")
-def tradeoff(request: Request, name: str):
-    from privloss.service.routes import dataset_entry, call_ledger, granted_dataset
+def _image_entry(request: Request, name: str, history: bool = False):
+    """(dataset config, its entry, my history or None) for an image; 401 when
+    not signed in."""
+    from privloss.service.routes import (analyst_history, call_ledger, dataset_entry,
+                                         granted_dataset)
 
     analyst = _signed_in(request)
     if analyst is None:
@@ -333,5 +343,50 @@ def tradeoff(request: Request, name: str):
     state = request.app.state.service
     dataset = granted_dataset(request, analyst, name)
     entry = call_ledger(dataset_entry, state, analyst, dataset)
-    return Response(tradeoff_png(entry["budget"]), media_type="image/png",
-                    headers={"Cache-Control": "no-store"})
+    rows = call_ledger(analyst_history, state, analyst, dataset) if history else None
+    return dataset, entry, rows
+
+
+def _png(data: bytes) -> Response:
+    return Response(data, media_type="image/png", headers={"Cache-Control": "no-store"})
+
+
+@router.get("/datasets/{name}/tradeoff.png")
+def tradeoff(request: Request, name: str):
+    from privloss.service.dashboard_charts import tradeoff_png
+
+    _, entry, _ = _image_entry(request, name)
+    return _png(tradeoff_png(entry["budget"]))
+
+
+@router.get("/datasets/{name}/budget.png")
+def budget_chart(request: Request, name: str):
+    from privloss.service.dashboard_charts import budget_png
+
+    _, entry, rows = _image_entry(request, name, history=True)
+    return _png(budget_png(rows, entry["budget"]))
+
+
+@router.get("/datasets/{name}/accuracy.png")
+def accuracy_chart(request: Request, name: str):
+    """The preview's accuracy against epsilon, from the query string (the same
+    fields as the forms; plans only, nothing read or charged)."""
+    dataset, _, _ = _image_entry(request, name)
+    return _png(accuracy_png(dataset, dict(request.query_params)))
+
+
+def accuracy_png(dataset, form: dict) -> bytes:
+    """The accuracy-against-epsilon image of a form's query (422 for a bad
+    one): planned 95% half-width and threshold at a few epsilons."""
+    from privloss.service.dashboard_charts import accuracy_png as draw
+    from privloss.service.dashboard_explain import accuracy_points
+    from privloss.service.dashboard_forms import form_parameters
+    from privloss.service.routes import call_ledger
+
+    try:
+        command, parameters = form_parameters(form)
+    except ValueError as error:
+        raise ServiceError(422, str(error), outcome="bad-parameters") from None
+    points = call_ledger(accuracy_points, dataset, command, parameters)
+    unit = "value" if command == "sql" else "count (distinct users)"
+    return draw(points, parameters["epsilon"], unit)

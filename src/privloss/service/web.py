@@ -9,8 +9,8 @@ Definition
   one parameter is at fault.  ``type`` is ``urn:privloss:error:<outcome>``
   (``bad-parameters``, ``refused-budget``, ...: the audit log's outcome).
 * :class:`SecurityHeaders`: every response carries a Content-Security-Policy
-  (nothing but this origin's style sheets, images and form targets; no
-  scripts; not framed), ``X-Content-Type-Options: nosniff``,
+  (nothing but this origin's scripts, style sheets, images and form targets:
+  no inline script or style, no other origin; not framed), ``X-Content-Type-Options: nosniff``,
   ``X-Frame-Options: DENY`` and ``Referrer-Policy: same-origin`` (not
   ``no-referrer``: under it browsers send ``Origin: null`` with same-origin
   forms, which the dashboard refuses).
@@ -44,7 +44,8 @@ PROBLEM_TYPE = "application/problem+json"
 
 SECURITY_HEADERS = (
     (b"content-security-policy",
-     b"default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+     b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+     b"form-action 'self'; "
      b"frame-ancestors 'none'; base-uri 'none'"),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),

@@ -1,0 +1,119 @@
+"""The dashboard's three query forms (top-k, histogram, DP SQL) read into the
+JSON API's parameters.
+
+Definition
+----------
+:func:`form_parameters` turns a posted form (text fields) into
+``(command, parameters)`` for the same service functions the JSON routes call:
+``topk`` and ``histogram`` -> :func:`privloss.service.queries.plan_release` /
+``run_release`` with :class:`privloss.service.routes.QueryParameters`'
+checks; ``sql`` -> :func:`privloss.service.sql_route.plan_sql` / ``run_sql``
+with :class:`privloss.service.sql_route.SqlParameters`' checks.  Each form
+sends only its own fields: the histogram form has no ``k`` (a histogram
+releases every item over its threshold; a ``k`` posted anyway is dropped), the
+SQL form passes the query text unchanged (the dashboard never writes SQL).
+
+Privacy guarantee
+-----------------
+None needed: public parameters only, checked before anything is charged or
+read (a ``ValueError`` naming the field).
+
+Runtime
+-------
+O(size of the form).
+"""
+
+from __future__ import annotations
+
+__all__ = ["COMMANDS", "FIELDS", "form_parameters"]
+
+#: the form kinds, in the order the page shows them
+COMMANDS = ("topk", "histogram", "sql")
+
+#: the fields each form sends (everything else posted is ignored)
+FIELDS = {
+    "topk": ("column", "epsilon", "delta", "k", "l0", "linf", "d_bar", "domain", "algorithm",
+             "label"),
+    "histogram": ("column", "epsilon", "delta", "l0", "linf", "domain", "noise", "label"),
+    "sql": ("query", "epsilon", "delta", "bounds", "max_groups", "max_rows_per_group", "keys",
+            "noise", "consistent", "label"),
+}
+
+_NUMBERS = {"epsilon": float, "delta": float, "k": int, "l0": int, "linf": int, "d_bar": int,
+            "max_groups": int, "max_rows_per_group": int}
+
+
+def _text(form, key: str) -> str:
+    value = form.get(key)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _number(form, key: str):
+    text = _text(form, key)
+    if not text:
+        return None
+    try:
+        return _NUMBERS[key](text)
+    except ValueError:
+        raise ValueError(f"{key} must be a number, got {text[:64]!r}") from None
+
+
+def _list(text: str) -> list:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _bounds(text: str) -> dict:
+    """``"x=0:100, y=-1:1"`` -> ``{"x": [0.0, 100.0], "y": [-1.0, 1.0]}``."""
+    bounds = {}
+    for item in _list(text):
+        column, equals, span = item.partition("=")
+        low, colon, high = span.partition(":")
+        try:
+            if not (equals and colon):
+                raise ValueError
+            bounds[column.strip()] = [float(low), float(high)]
+        except ValueError:
+            raise ValueError(f"bounds must be column=low:high separated by commas, got "
+                             f"{item[:64]!r}") from None
+    return bounds
+
+
+def form_parameters(form) -> tuple[str, dict]:
+    """(command, checked parameters) of a posted form; ``ValueError`` naming
+    the field (nothing is charged or read before this returns)."""
+    command = _text(form, "command") or "topk"
+    if command not in COMMANDS:
+        raise ValueError(f"command must be one of {', '.join(COMMANDS)}, got {command[:64]!r}")
+    parameters: dict = {}
+    for key in FIELDS[command]:
+        if key in _NUMBERS:
+            value = _number(form, key)
+        elif key == "domain" or key == "keys":
+            value = _list(_text(form, key)) or None
+        elif key == "bounds":
+            value = _bounds(_text(form, key)) or None
+        elif key == "consistent":
+            value = True if _text(form, key) in ("on", "true", "1") else None
+        elif key == "query":
+            value = form.get(key) if isinstance(form.get(key), str) else ""
+        else:
+            value = _text(form, key) or None
+        if value is not None:
+            parameters[key] = value
+    return command, _checked(command, parameters)
+
+
+def _checked(command: str, parameters: dict) -> dict:
+    """The API's own checks and ranges (the JSON routes' pydantic models)."""
+    from pydantic import ValidationError
+
+    from privloss.service.routes import QueryParameters
+    from privloss.service.sql_route import SqlParameters
+
+    model = SqlParameters if command == "sql" else QueryParameters
+    try:
+        return model.model_validate(parameters).model_dump(exclude_none=True)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first.get("loc", ())) or "form"
+        raise ValueError(f"{field}: {first.get('msg', 'invalid')}") from None

@@ -1,0 +1,243 @@
+"""The dashboard's forms without a browser (TestClient): top-k, histogram (no
+k), DP SQL on the JSON routes' own functions; the preview's cost explained
+from the plan's numbers; an empty answer explained; the charts; bad input
+refused in the page before any charge, never a 500."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.service.conftest import issue_tokens, need_service_extra, write_config
+
+need_service_extra()
+
+COUNTRIES = {"US", "IN", "BR", "GB", "DE", "FR", "NG", "JP", "CA", "MX"}
+
+
+@pytest.fixture()
+def signed_in(tmp_path):
+    """(client, csrf, ledger) signed in as alice on a fresh service."""
+    from fastapi.testclient import TestClient
+
+    from privloss.service.app import create_app
+    from privloss.service.config import load_config
+
+    config = load_config(write_config(tmp_path))
+    tokens = issue_tokens(config)
+    app = create_app(config)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        page = client.get("/")
+        client.post("/login", data={"token": tokens["alice"], "csrf": _csrf(page)})
+        yield client, _csrf(client.get("/datasets/views")), app.state.service.ledger
+
+
+def _csrf(response) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', response.text)
+    assert found, response.text[:500]
+    return found.group(1)
+
+
+def _text(html: str) -> str:
+    """The page's visible text (tags dropped, entities of quotes decoded)."""
+    import html as entities
+    return " ".join(entities.unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+def _section(html: str, element_id: str) -> str:
+    found = re.search(rf'(?s)<div class="[^"]*" id="{element_id}">(.*?)</div>', html)
+    assert found, f"no #{element_id} in the page"
+    return _text(found.group(1))
+
+
+TOPK = {"command": "topk", "column": "country", "epsilon": "0.1", "delta": "1e-7", "k": "10",
+        "l0": "3", "d_bar": "20"}
+
+
+def test_topk_preview_explains_why_the_ledger_charges_more_than_epsilon(signed_in):
+    client, csrf, ledger = signed_in
+    page = client.post("/datasets/views/preview", data={**TOPK, "csrf": csrf})
+    assert page.status_code == 200
+    # every form field shows text (a dict method's repr once filled the SQL keys)
+    assert 'name="keys" id="sql-keys" value=""' in page.text and "built-in" not in page.text
+    cost = _section(page.text, "cost")
+    # k = 10 at epsilon 0.1: 10 selection steps and 10 counts of 0.0071 each
+    # (docs/accounting.md's worked example): pure epsilon 0.142
+    assert "0.07098 + 0.07098 = 0.142" in cost
+    assert "On its own this release is (0.1, 1e-07)-DP" in cost
+    assert "fully adaptive" in cost and "from 0 to" in cost
+    found = re.search(r"goes from 0 to ([0-9.]+) \(\+([0-9.]+)\)", cost)
+    assert found and float(found.group(1)) == float(found.group(2))
+    assert 0.1 < float(found.group(1)) <= 0.1420 + 1e-9
+    assert ledger.show("views")["releases"] == 0                      # a preview is free
+    image = re.search(r'id="accuracy" src="([^"]+)"', page.text).group(1)
+    png = client.get(image.replace("&amp;", "&"))
+    assert png.status_code == 200 and png.headers["content-type"] == "image/png"
+    assert png.content.startswith(b"\x89PNG") and len(png.content) > 5000
+
+
+def test_an_empty_topk_is_explained_by_its_threshold(signed_in):
+    client, csrf, ledger = signed_in
+    page = client.post("/datasets/views/release", data={**TOPK, "csrf": csrf})
+    assert page.status_code == 200 and "Release #1" in page.text
+    # 10 countries of about 500 users each: far under the threshold of ~2849
+    empty = _section(page.text, "empty")
+    assert "Nothing was released" in empty and "h_next + 2849" in empty
+    assert "at epsilon 0.2" in empty and "at epsilon 0.4" in empty
+    assert ledger.show("views")["releases"] == 1
+    assert "(nothing over the threshold)" in _text(client.get("/datasets/views").text)
+
+
+def test_histogram_sends_no_k_and_releases_every_item_over_the_threshold(signed_in):
+    client, csrf, _ = signed_in
+    form = {"command": "histogram", "column": "country", "epsilon": "0.3", "delta": "1e-7",
+            "l0": "3", "k": "5", "d_bar": "20"}          # k and d_bar are not histogram fields
+    preview = client.post("/datasets/views/preview", data={**form, "csrf": csrf})
+    assert preview.status_code == 200 and "Preview: histogram" in preview.text
+    page = client.post("/datasets/views/release", data={**form, "csrf": csrf})
+    assert page.status_code == 200
+    released = set(re.findall(r"<tr><td>([A-Z]{2})</td>", page.text))
+    assert released == COUNTRIES                           # all 10, not k = 5
+
+
+def test_sql_form_previews_and_releases_through_the_sql_route(signed_in):
+    client, csrf, ledger = signed_in
+    form = {"command": "sql", "epsilon": "0.2", "delta": "1e-7",
+            "query": "SELECT country, COUNT(*) FROM views GROUP BY country"}
+    preview = client.post("/datasets/views/preview", data={**form, "csrf": csrf})
+    assert preview.status_code == 200, _text(preview.text)[:400]
+    assert "0.1 + 0.1 = 0.2" in _section(preview.text, "cost")
+    image = re.search(r'id="accuracy" src="([^"]+)"', preview.text).group(1)
+    assert client.get(image.replace("&amp;", "&")).status_code == 200
+    page = client.post("/datasets/views/release", data={**form, "csrf": csrf})
+    assert page.status_code == 200 and "Release #1" in page.text
+    assert set(re.findall(r"<tr><td>([A-Z]{2})</td>", page.text)) == COUNTRIES
+    assert ledger.show("views")["releases"] == 1
+    dashboard = client.get("/datasets/views")                   # sql rows in the history
+    assert dashboard.status_code == 200 and "10 group(s)" in _text(dashboard.text)
+
+
+@pytest.mark.parametrize("form, status, words", [
+    ({"command": "sql", "query": "SELECT industry, COUNT(*) FROM views GROUP BY industry"},
+     403, "column 'industry' is not granted"),
+    ({"command": "sql", "query": "SELECT country, COUNT(*) FROM secret GROUP BY country"},
+     422, "FROM names table 'secret'"),
+    ({"command": "sql", "query": "DROP TABLE views"}, 422, "unsupported SQL"),
+    ({"command": "sql", "query": "SELECT country, COUNT(*) FROM views GROUP BY country",
+      "bounds": "x=1"}, 422, "bounds must be column=low:high"),
+    ({"command": "sql", "query": "SELECT country, COUNT(*) FROM views GROUP BY country",
+      "max_groups": "0"}, 422, "max_groups"),
+    ({"command": "histogram", "column": "country", "epsilon": "abc"}, 422,
+     "epsilon must be a number"),
+    ({"command": "topk", "column": "user_id"}, 403, "column 'user_id' is not granted"),
+    ({"command": "nothing"}, 422, "command must be one of"),
+])
+def test_bad_forms_are_refused_in_the_page_before_any_charge(signed_in, form, status, words):
+    client, csrf, ledger = signed_in
+    for action in ("preview", "release"):
+        page = client.post(f"/datasets/views/{action}",
+                           data={"epsilon": "0.1", "delta": "1e-7", **form, "csrf": csrf})
+        assert page.status_code == status, _text(page.text)[:300]
+        assert page.headers["content-type"].startswith("text/html")
+        assert words in _text(re.search(r'(?s)id="error">(.*?)</p>', page.text).group(1))
+    assert ledger.show("views")["releases"] == 0
+
+
+def test_budget_chart_and_static_script(signed_in):
+    client, csrf, _ = signed_in
+    client.post("/datasets/views/release", data={**TOPK, "csrf": csrf})
+    chart = client.get("/datasets/views/budget.png")
+    assert chart.status_code == 200 and chart.content.startswith(b"\x89PNG")
+    page = client.get("/datasets/views")
+    assert 'id="budget-chart"' in page.text and 'src="/static/dashboard.js"' in page.text
+    assert "<script>" not in page.text                  # no inline script (CSP)
+    script = client.get("/static/dashboard.js")
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+    bad = client.get("/datasets/views/accuracy.png?command=topk&column=country&epsilon=x")
+    assert bad.status_code == 422
+    assert bad.headers["content-type"] == "application/problem+json"
+
+
+def test_images_need_a_session(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from privloss.service.app import create_app
+    from privloss.service.config import load_config
+
+    app = create_app(load_config(write_config(tmp_path)))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        for path in ("budget.png", "tradeoff.png",
+                     "accuracy.png?command=topk&column=country&epsilon=0.1"):
+            response = client.get(f"/datasets/views/{path}")
+            assert response.status_code == 401, path
+
+
+def test_gaussian_preview_explains_the_zcdp_charge(signed_in):
+    client, csrf, _ = signed_in
+    form = {"command": "histogram", "column": "country", "epsilon": "0.3", "delta": "1e-7",
+            "l0": "3", "noise": "gaussian"}
+    cost = _section(client.post("/datasets/views/preview", data={**form, "csrf": csrf}).text,
+                    "cost")
+    assert "no pure epsilon (Gaussian noise)" in cost and "zCDP rho is" in cost
+    assert "'zcdp'" in cost and "infinite" not in cost
+
+
+SALES = """[service]
+ledger = "budget.sqlite"
+rate = 1000.0
+burst = 1000
+
+[[dataset]]
+name = "sales"
+path = "sales.parquet"
+user_column = "user_id"
+columns = ["country", "amount"]
+epsilon = 2.0
+delta = 1e-6
+
+[[analyst]]
+name = "alice"
+datasets = ["sales"]
+"""
+
+
+def test_sql_form_with_bounds_keys_and_aggregates(tmp_path):
+    """AVG and MEDIAN of a numeric column with bounds and public keys: the
+    preview's half-widths per measurement, the release's intervals and the
+    median's rank error."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from fastapi.testclient import TestClient
+
+    from privloss.service.app import create_app
+    from privloss.service.config import load_config
+
+    generator = np.random.default_rng(7)
+    pq.write_table(pa.table({"user_id": generator.integers(0, 3000, 20_000),
+                             "country": generator.choice(["US", "IN", "BR"], 20_000),
+                             "amount": generator.uniform(0, 100, 20_000)}),
+                   tmp_path / "sales.parquet")
+    (tmp_path / "service.toml").write_text(SALES, encoding="utf-8")
+    config = load_config(tmp_path / "service.toml")
+    tokens = issue_tokens(config)
+    form = {"command": "sql", "epsilon": "0.5", "delta": "1e-7", "bounds": "amount=0:100",
+            "keys": "US, IN, BR", "max_rows_per_group": "3",
+            "query": "SELECT country, COUNT(*), AVG(amount), MEDIAN(amount) FROM sales\n"
+                     "GROUP BY country"}
+    with TestClient(create_app(config), raise_server_exceptions=False) as client:
+        client.post("/login", data={"token": tokens["alice"], "csrf": _csrf(client.get("/"))})
+        csrf = _csrf(client.get("/datasets/sales"))
+        preview = client.post("/datasets/sales/preview", data={**form, "csrf": csrf})
+        assert preview.status_code == 200, _text(preview.text)[:400]
+        plan = _text(re.search(r'(?s)id="plan">(.*?)<div class="cost"', preview.text).group(1))
+        assert "mean(amount) (csum:amount): within" in plan and "rank error" in plan
+        image = re.search(r'id="accuracy" src="([^"]+)"', preview.text).group(1)
+        assert "bounds=amount%3D0.0%3A100.0" in image and "keys=US%2C+IN%2C+BR" in image
+        assert client.get(image.replace("&amp;", "&")).status_code == 200
+        page = client.post("/datasets/sales/release", data={**form, "csrf": csrf})
+        assert page.status_code == 200
+        table = _text(re.search(r'(?s)id="result">(.*?)</table>', page.text).group(1))
+        assert set(re.findall(r"\b(US|IN|BR)\b", table)) == {"US", "IN", "BR"}
+        assert table.count("rank error") == 3 and "[, ]" not in table
