@@ -109,7 +109,6 @@ def snapshot_path(path, snapshots: list):
     resolved = resolve_input(path)
     snapshot = snapshot_files(resolved.names, root=path if resolved.is_directory else None)
     snapshots.append(snapshot)
-    # the copies never change: the engine reads them once (snapshot.tables)
     return (FileInput(resolved.path, resolved.format, resolved.is_directory, snapshot.files,
                       tables=snapshot.tables), snapshot.mac)
 
