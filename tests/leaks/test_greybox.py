@@ -457,7 +457,8 @@ def test_process_neighbour_identical_but_noise(observe, path, kind):
 
 
 MALFORMED_PATHS = ("lib-histogram-domain", "cli-topk-json-ledger", "cli-histogram-text",
-                   "cli-aggregate-json-ledger", "cli-sql", "process-histogram")
+                   "cli-aggregate-json-ledger", "cli-sql", "process-histogram",
+                   "cli-sql-public-join", "cli-sql-private-join")
 
 
 def _malformed_param(path: str):
