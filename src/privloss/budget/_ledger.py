@@ -151,11 +151,19 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
         """A read-only transaction: one snapshot of the ledger, so a dataset
         verified once inside it is not verified again (nothing can change it)."""
         with self._file.transaction(conn, write=False):
-            self._snapshot_state.verified = {}
-            try:
+            with self._verified_once():
                 yield
-            finally:
-                self._snapshot_state.verified = None
+
+    @contextlib.contextmanager
+    def _verified_once(self):
+        """Within: a dataset verified once is not verified again (the caller's
+        connection sees no change meanwhile: one snapshot, or one charge under
+        the write lock)."""
+        self._snapshot_state.verified = {}
+        try:
+            yield
+        finally:
+            self._snapshot_state.verified = None
 
     def connection_ready(self) -> bool:
         """Whether an operation now needs no new connection to a database server
@@ -205,11 +213,11 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
     def _parsed_guarantees(self, name: str, state: Verified) -> list:
         """The process's list of the dataset's parsed verified guarantees (call with
         ``self._lock`` held); ``state``'s history is a prefix of it."""
-        from privloss.accounting.fully_adaptive import ReleaseGuarantee
         parsed = self._parsed.setdefault(name, [])
         try:
-            parsed.extend(ReleaseGuarantee.from_dict(json.loads(text))
-                          for text in state.guarantees[len(parsed):])
+            # one object per distinct stored text (immutable): a candidate's, once
+            # charged, is the same object its history then holds
+            parsed.extend(_guarantee_of_json(text) for text in state.guarantees[len(parsed):])
         except (ValueError, TypeError, KeyError) as error:
             raise LedgerError(f"ledger {self.path} holds a release guarantee that cannot "
                               f"be read ({error}); refusing to account with it") from error

@@ -126,6 +126,10 @@ class ReleaseProtocol:
         def charge(conn):
             """Check and charge under the write lock (run by the group's leader, in
             queue order, possibly after other threads' charges in this transaction)."""
+            with self._verified_once():         # nothing changes until our insert
+                return check_and_insert(conn)
+
+        def check_and_insert(conn):
             self._stage("begun")
             dataset = self._dataset(conn, name)
             verified = self._verify(conn, name)
