@@ -84,6 +84,8 @@ class Verified:
         self.guarantees: list[str] = []
         self.plan_items: list = []
         self.analysts: list = []
+        #: the dataset's row as last verified against its digest (immutable fields)
+        self.dataset: tuple | None = None
 
     @property
     def count(self) -> int:
@@ -163,6 +165,7 @@ def verify(conn, path: str, name: str, state: Verified | None = None, *,
             f"release(s) but {present} are present (releases deleted or added; the chain "
             f"was verified to release #{last_id}); refusing to use it")
     state.chain, state.last_id = previous, last_id
+    state.dataset = tuple(fields)
     state.events.extend(events)
     state.guarantees.extend(guarantees)
     state.plan_items.extend(plan_items)
