@@ -23,7 +23,8 @@ from ._accounting import Dataset, Spending, is_odometer, odometer_policy, spendi
 from ._audit import AnchoredLedger
 from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, LedgerPlanError,
                       UnknownDatasetError)
-from ._integrity import Verified, check_seal, dataset_digest, verify
+from ._integrity import (DATASET_ROW, LedgerIntegrityError, Verified, check_seal,
+                         dataset_digest, verify)
 from ._migrate import upgrade_version_1, upgrade_version_2
 from ._postgres import PostgresStore, is_postgres_url
 from ._protocol import ReleaseProtocol
@@ -131,16 +132,19 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
     def _verify_now(self, conn, name: str) -> Verified:
         with self._lock:
             cached = self._verified.get(name)
-            present = None
+            present = row = None
             if cached is not None:
-                present = conn.execute("SELECT count(*) FROM releases WHERE dataset = ?",
-                                       (name,)).fetchone()[0]
+                # the dataset's row and its releases' count in one statement
+                row = conn.execute(DATASET_ROW, (name, name)).fetchone()
+                if row is None:
+                    raise LedgerIntegrityError(f"ledger {self.path}: dataset {name!r} vanished")
+                row, present = row[:-1], row[-1]
                 if present < cached.count:
                     # this connection reads an older snapshot than one another thread
                     # verified (releases are append-only, so it is a prefix): verify
                     # this snapshot on its own; the cache stays the newest
-                    return verify(conn, self.path, name, None, present=present)
-            state = verify(conn, self.path, name, cached, present=present)
+                    return verify(conn, self.path, name, None, present=present, row=row)
+            state = verify(conn, self.path, name, cached, present=present, row=row)
             self._verified[name] = state
             # any count seen committed bounds every later one (the charging check)
             self._floor[name] = max(self._floor.get(name, 0), state.count)
