@@ -49,6 +49,10 @@ _INITIAL_ANCHORS = 9
 _MAX_ROUNDS = 200
 #: Gaps longer than this are also bisected (short gaps only get the argmax anchor).
 _BISECT_GAPS = 32
+#: Layer maxima found exactly on every this many candidates, the others near them.
+_SAMPLE_EVERY = 64
+#: Half-width of the narrowed search around an interpolated layer maximum.
+_NEAR = 8
 
 
 def _log_expm1(x: np.ndarray) -> np.ndarray:
@@ -56,6 +60,30 @@ def _log_expm1(x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         return np.where(x > 30.0, x + np.log1p(-np.exp(-np.minimum(x, 700.0))),
                         np.log(np.expm1(np.minimum(x, 30.0))))
+
+
+def _log_step(tab, layer, log_q, log_1mq, j):
+    """f(j + 1) - f(j) for the layer terms of :func:`_log_layer_mass`, from the pmf
+    ratios (no table lookups): the DP law gains log((d - j) / (j + 1)) - eps, the BR
+    count i = layer - 2j loses two steps."""
+    d, n = tab.num_dp, tab.num_br
+    jf, i = j.astype(float), (layer - 2 * j).astype(float)
+    return (np.log((d - jf) * i * (i - 1.0)) - np.log((jf + 1.0) * (n - i + 1.0) * (n - i + 2.0))
+            - tab.epsilon + 2.0 * (log_q - log_1mq))
+
+
+def _first_descent(tab, layer, log_q, log_1mq, lo, hi):
+    """Elementwise first j in [lo, hi] with f(j + 1) - f(j) < 0 (hi if none), by bisection."""
+    lo, hi = lo.copy(), hi.copy()
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo
+        mid = (lo + hi) // 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            down = _log_step(tab, layer, log_q, log_1mq, np.where(active, mid, lo)) < 0
+        hi = np.where(active & down, mid, hi)
+        lo = np.where(active & ~down, mid + 1, lo)
 
 
 def _log_layer_mass(tab, layer: np.ndarray, log_q: np.ndarray, log_1mq: np.ndarray,
@@ -69,7 +97,8 @@ def _log_layer_mass(tab, layer: np.ndarray, log_q: np.ndarray, log_1mq: np.ndarr
     of them), so the sum is at most max f (3 + sqrt(2 pi / kappa)): O(log d) work
     per layer instead of a window sum, and within ~10% when the laws are near 1/2
     (a looser link only makes the anchors denser, never the bound invalid).
-    The maximum is found by bisection on the sign of f(j+1) - f(j); rounding can
+    The maximum is found by bisection on the sign of f(j+1) - f(j) (computed from
+    the pmf ratios, so no table lookups); rounding can
     misplace it by at most one step (the differences fall by >= kappa per step), so
     the largest of f at the found index and its two neighbours is the maximum.
     """
@@ -88,15 +117,26 @@ def _log_layer_mass(tab, layer: np.ndarray, log_q: np.ndarray, log_1mq: np.ndarr
         i = np.clip(layer - 2 * j, 0, n)
         return tab.log_a[np.clip(j, 0, d)] + tab.log_binom_br[i] + (n - i) * log_q + i * log_1mq
 
-    lo, hi = low.copy(), np.maximum(high, low)
-    while True:
-        active = lo < hi
-        if not active.any():
-            break
-        mid = (lo + hi) // 2
-        down = log_term(mid + 1) - log_term(mid) < 0
-        hi = np.where(active & down, mid, hi)
-        lo = np.where(active & ~down, mid + 1, lo)
+    top = np.maximum(high, low)
+    if layer.size > 4 * _SAMPLE_EVERY:
+        # consecutive candidates have nearby maxima: bisect exactly on every
+        # _SAMPLE_EVERY-th one, then search the others near the interpolated position,
+        # keeping a narrowed range only where the signs at its ends confirm that it
+        # holds the first descent (else the whole range)
+        sample = np.unique(np.append(np.arange(0, layer.size, _SAMPLE_EVERY), layer.size - 1))
+        found = _first_descent(tab, layer[sample], log_q[sample], log_1mq[sample],
+                               low[sample], top[sample])
+        guess = np.rint(np.interp(np.arange(layer.size), sample, found)).astype(np.int64)
+        lo = np.clip(guess - _NEAR, low, top)
+        hi = np.clip(guess + _NEAR, low, top)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rises_into = (lo == low) | (_log_step(tab, layer, log_q, log_1mq, np.maximum(lo - 1, low)) >= 0)
+            falls_out = (hi == top) | (_log_step(tab, layer, log_q, log_1mq, np.minimum(hi, top)) < 0)
+        confirmed = rises_into & falls_out
+        lo, hi = np.where(confirmed, lo, low), np.where(confirmed, hi, top)
+    else:
+        lo, hi = low.copy(), top
+    lo = _first_descent(tab, layer, log_q, log_1mq, lo, hi)
     peak = np.maximum(np.maximum(log_term(lo - 1), log_term(lo)), log_term(lo + 1))
     kappa = 4.0 / (d + 2.0) + 16.0 / (n + 2.0)
     factor = math.log(3.0 + math.sqrt(2.0 * math.pi / kappa))

@@ -28,35 +28,35 @@ Numerics (why it is fast and never optimistic):
   candidates within ~1e-3 of the maximum, ~1000 at k = 1e5) bound all the
   others (:mod:`privloss.bounds._optimal_br_chain`): O(k log k) work plus the
   anchors' window sums instead of one window sum per candidate.
+* Inversion: about six evaluations steered by a few candidates' certified window
+  sums (Newton on log delta with the argmax's slope,
+  :mod:`privloss.bounds._optimal_br_search`); only the end point is certified
+  over all candidates (the chain), and the certified search runs when it fails.
 """
+
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 from scipy.special import gammaln
 
 from privloss.bounds._optimal_br_chain import chain_maximum
-from privloss.bounds._optimal_br_search import argmax_search, bracket_root
-from privloss.bounds._optimal_br_tables import (_ERROR_FACTOR, _UNIT, _Tables, _log_geometric_tail,
-                                               _log_minus_upper, _make_tables)
+from privloss.bounds._optimal_br_windows import (_BATCH_ELEMENTS, _Candidates, _candidate_bounds, _candidates,
+                                                _envelope, _envelope_peak, _log_peak_mass_factor,
+                                                _selection_bounds, _window_half_width)
+from privloss.bounds._optimal_br_search import argmax_search, bracket_root, newton_bracket
+from privloss.bounds._optimal_br_tables import (_ERROR_FACTOR, _UNIT, _Tables, _log_minus_upper,
+                                               _make_tables)
 from privloss.bounds._numeric import (EPSILON_TOLERANCE, check_count, check_nonnegative,
                                       check_probability, log1mexp, log_binomial,
                                       round_up)
 
-#: Log-drop of the concave envelope at the window edge: the outside terms are
-#: bounded rigorously, this only decides how small that bound is (~e^-40 of the
-#: envelope; log(1/eps) more is added because terms can be ~eps times the envelope).
-_WINDOW_DROP = 40.0
 #: Below this per-mechanism epsilon the BR parameter t ~ eps / k approaches the
 #: subnormal range; the valid pure-DP bound 1 - e^{eps_g - k eps} is used instead.
 _TINY_EPSILON = 1e-250
-#: Window elements per numpy batch: small enough to stay in cache (large temporaries
-#: cost page faults: ~3x slower per element at 1 << 20).
-_BATCH_ELEMENTS = 1 << 15
 #: With more candidates than this the anchor chain is used (_optimal_br_chain).
 _CHAIN_MIN_CANDIDATES = 64
 #: Relative margin (in log) between a computed delta and the target when inverting;
@@ -105,177 +105,9 @@ def _log_dp_profile(tab: _Tables, epsilon_g: float) -> tuple[float, float]:
 
 
 # --------------------------------------------------------------------------
-# interior candidates (BR parameter t strictly inside (0, eps))
+# interior candidates (BR parameter t strictly inside (0, eps)):
+# privloss.bounds._optimal_br_windows
 # --------------------------------------------------------------------------
-
-@dataclass
-class _Candidates:
-    ell: np.ndarray       # truncation index l (outcomes m = i + 2j <= l)
-    t: np.ndarray         # BR parameter
-    log_q: np.ndarray     # log q_{eps,t}
-    log_1mq: np.ndarray   # log (1 - q_{eps,t})
-    top: np.ndarray       # last admissible BR count min(n, l)
-    eta_s: np.ndarray     # absolute error bound of log(P[I = i] CA) per term
-    eta_x: np.ndarray     # absolute error bound of the exponent X per term
-
-
-def _candidates(tab: _Tables, epsilon_g: float, within: tuple[int, int] | None = None) -> _Candidates:
-    """The interior candidates (those with truncation index l in ``within``, if given)."""
-    d, n, eps = tab.num_dp, tab.num_br, tab.epsilon
-    # 0 < t*_l < eps  <=>  d - 1 - eps_g/eps < l < n + d - eps_g/eps; scan with a margin
-    # and keep the exact float test below.
-    low = max(0, math.floor(d - 1 - epsilon_g / eps) - 1)
-    high = min(n + 2 * d, math.ceil(n + d - epsilon_g / eps) + 1)
-    if within is not None:
-        low, high = max(low, within[0]), min(high, within[1])
-    ell = np.arange(low, max(high, low) + 1, dtype=np.int64)
-    t = (epsilon_g + (ell + 1.0 - d) * eps) / (n + 1.0)
-    keep = (t > 0) & (t < eps)
-    ell, t = ell[keep], t[keep]
-    log_q = log1mexp(t - eps) - tab.log1m_exp_eps
-    log_1mq = t - eps + log1mexp(-t) - tab.log1m_exp_eps
-    top = np.minimum(ell, n)
-    # eta_s: log C(n, i) (three gammaln ~ log n!) plus (n - i) log q + i log(1 - q);
-    # eta_x: n t - i eps - eps_g; both plus the error of the DP prefix tables
-    eta_s = tab.eta_tables + _ERROR_FACTOR * _UNIT * (
-        tab.magnitude_br + n * (np.abs(log_q) + np.abs(log_1mq)) + 8.0)
-    eta_x = tab.eta_tables + _ERROR_FACTOR * _UNIT * (n * (t + eps) + epsilon_g)
-    return _Candidates(ell, t, log_q, log_1mq, top, eta_s, eta_x)
-
-
-def _envelope(tab: _Tables, ell, log_q, log_1mq, i):
-    """Concave envelope F(i) >= log(P[I = i] CA((l - i) // 2)), elementwise.
-
-    P[I = i] is the binomial law of the BR count under P (log-concave in i);
-    CA is interpolated linearly at half-integers (log CA is concave, non-decreasing).
-    """
-    d, n = tab.num_dp, tab.num_br
-    g = tab.log_binom_br[i] + (n - i) * log_q + i * log_1mq
-    rest = ell - i
-    j0 = np.minimum(rest // 2, d)
-    j1 = np.minimum(j0 + 1, d)
-    h = np.where(rest % 2 == 0, tab.log_ca[j0], 0.5 * (tab.log_ca[j0] + tab.log_ca[j1]))
-    return g + h
-
-
-def _envelope_peak(tab: _Tables, cand: _Candidates) -> np.ndarray:
-    """First i in [0, top] where the envelope stops increasing (its argmax)."""
-    lo = np.zeros_like(cand.top)
-    hi = cand.top.copy()
-    while True:
-        active = lo < hi
-        if not active.any():
-            return lo
-        idx = np.nonzero(active)[0]
-        mid = (lo[idx] + hi[idx]) // 2
-        args = (cand.ell[idx], cand.log_q[idx], cand.log_1mq[idx])
-        step = _envelope(tab, *args, mid + 1) - _envelope(tab, *args, mid)
-        down = step < 0
-        hi[idx[down]] = mid[down]
-        lo[idx[~down]] = mid[~down] + 1
-
-
-def _window_half_width(n: int, epsilon: float) -> int:
-    # second differences of log P[I = i] are <= -4 / (n + 2), so s steps from the
-    # peak the envelope has dropped by at least kappa s (s - 1) / 2.
-    kappa = 4.0 / (n + 2.0)
-    drop = _WINDOW_DROP + max(0.0, -math.log(epsilon))
-    half = math.ceil(0.5 + math.sqrt(0.25 + 2.0 * drop / kappa)) + 1
-    return int(min(half, n + 1))
-
-
-def _log_peak_mass_factor(n: int, top: np.ndarray) -> np.ndarray:
-    """log of a bound on sum_i e^{F(i)} / e^{max F} (strong concavity, or the count)."""
-    kappa = 4.0 / (n + 2.0)
-    return np.log(np.minimum(top + 1.0, 3.0 + math.sqrt(2.0 * math.pi / kappa)))
-
-
-def _candidate_bounds(tab: _Tables, epsilon_g: float, cand: _Candidates,
-                      peak: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log upper, log lower) bounds of H_l(t_l) for the selected candidates.
-
-    One row per candidate, one column per window position (a 2-D array: no
-    per-element owner gathers); positions beyond [0, top] are masked to weight 0.
-    """
-    n, d, eps = tab.num_br, tab.num_dp, tab.epsilon
-    ell, t, log_q, log_1mq = cand.ell[sel], cand.t[sel], cand.log_q[sel], cand.log_1mq[sel]
-    top, centre = cand.top[sel], peak[sel]
-    half = _window_half_width(n, eps)
-    first = np.maximum(centre - half, 0)
-    last = np.minimum(centre + half, top)
-    lengths = last - first + 1
-    width = int(lengths.max())
-    i = first[:, None] + np.arange(width)[None, :]
-    outside = i > last[:, None]
-    i = np.minimum(i, last[:, None])            # masked below; keeps the gathers in range
-    # float summation of up to `lengths` positive terms: relative error <= lengths * u
-    eta_s = cand.eta_s[sel] + (lengths + 8.0) * _UNIT
-    eta_x = cand.eta_x[sel]
-
-    # term_i = e^{s_i} (1 - e^{-X_i}) with s = g + LA, X = c + LA - LB (> 0 exactly).
-    # With errors ds <= eta_s, dX <= eta_x it is off by at most
-    # e^{s} ((1 - e^{-X}) eta_s + e^{-X} eta_x) to first order (and a computed X <= 0
-    # has a true term <= e^{s} eta_x), so the sum is off by eta_s S + eta_x sum e^{s-X}.
-    s = tab.log_binom_br[i] + (n - i) * log_q[:, None] + i * log_1mq[:, None]
-    x = (n * t - epsilon_g)[:, None] - i * eps
-    if d > 0:
-        jj = np.minimum((ell[:, None] - i) // 2, d)
-        la = tab.log_ca[jj]
-        s += la
-        x += la - tab.log_cb[jj]
-    s[outside] = -np.inf
-    peak_s = s.max(axis=1)
-    s -= peak_s[:, None]
-    weight = np.exp(s)
-    positive = -np.expm1(-np.maximum(x, 0.0))
-    with np.errstate(divide="ignore", over="ignore"):
-        log_sum = peak_s + np.log(np.einsum("ij,ij->i", weight, positive))
-        log_boundary = peak_s + np.log(np.exp(s - x).sum(axis=1))
-        log_err = np.logaddexp(np.log(eta_s) + log_sum, np.log(eta_x) + log_boundary)
-    eta = np.maximum(eta_s, eta_x)
-
-    # terms outside the window: below the envelope, which is concave
-    args = (ell, log_q, log_1mq)
-    has_low = first > 0
-    f_first = _envelope(tab, *args, first)
-    f_before = _envelope(tab, *args, np.maximum(first - 1, 0))
-    tail_low = _log_geometric_tail(f_first, f_first - f_before, np.where(has_low, first, 0))
-    has_high = last < top
-    f_last = _envelope(tab, *args, last)
-    f_after = _envelope(tab, *args, np.minimum(last + 1, top))
-    tail_high = _log_geometric_tail(f_last, f_last - f_after,
-                                    np.where(has_high, top - last, 0))
-    # the envelope is evaluated in floats as well: allow the same relative error
-    tails = np.logaddexp(tail_low, tail_high) + np.log1p(2.0 * eta)
-
-    upper = np.logaddexp(np.logaddexp(log_sum, log_err), tails)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lower = np.where(log_err < log_sum,
-                         log_sum + np.log1p(-np.exp(np.minimum(log_err - log_sum, 0.0))),
-                         -np.inf)
-    return upper, lower
-
-
-def _subset(cand: _Candidates, index: np.ndarray) -> _Candidates:
-    return _Candidates(cand.ell[index], cand.t[index], cand.log_q[index], cand.log_1mq[index],
-                       cand.top[index], cand.eta_s[index], cand.eta_x[index])
-
-
-def _selection_bounds(tab: _Tables, epsilon_g: float, cand: _Candidates,
-                      index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log upper, log lower) window-sum bounds of the candidates ``index``, in batches."""
-    sub = _subset(cand, index)
-    peak = _envelope_peak(tab, sub)
-    window = 2 * _window_half_width(tab.num_br, tab.epsilon) + 1
-    per_batch = max(8, _BATCH_ELEMENTS // window)
-    uppers, lowers = [], []
-    for start in range(0, index.size, per_batch):
-        sel = np.arange(start, min(start + per_batch, index.size))
-        upper, lower = _candidate_bounds(tab, epsilon_g, sub, peak, sel)
-        uppers.append(upper)
-        lowers.append(lower)
-    return np.concatenate(uppers), np.concatenate(lowers)
-
 
 def _log_br_candidates(tab: _Tables, epsilon_g: float, best_lower: float) -> float:
     """log of an upper bound on max over interior candidates of H_l(t_l)."""
@@ -285,7 +117,7 @@ def _log_br_candidates(tab: _Tables, epsilon_g: float, best_lower: float) -> flo
     if cand.ell.size > _CHAIN_MIN_CANDIDATES and bool(np.all(np.diff(cand.ell) == 1)):
         # anchors and one-layer chains instead of every candidate
         return chain_maximum(tab, epsilon_g, cand,
-                             lambda index: _selection_bounds(tab, epsilon_g, cand, index))
+                             lambda index: _selection_bounds(tab, epsilon_g, cand, index)[:2])
     peak = _envelope_peak(tab, cand)
     f_peak = _envelope(tab, cand.ell, cand.log_q, cand.log_1mq, peak)
     # H_l <= sum_i e^{F(i)}: a cheap bound used to skip hopeless candidates
@@ -300,7 +132,7 @@ def _log_br_candidates(tab: _Tables, epsilon_g: float, best_lower: float) -> flo
         if prune_bound[order[position]] < best_lower:
             break        # sorted: no remaining candidate can reach the maximum
         sel = order[position:position + batch]
-        upper, lower = _candidate_bounds(tab, epsilon_g, cand, peak, sel)
+        upper, lower, _ = _candidate_bounds(tab, epsilon_g, cand, peak, sel)
         if np.isnan(upper).any():
             return 0.0       # numeric trouble: the safe answer delta = 1
         best_upper = max(best_upper, float(upper.max()))
@@ -363,27 +195,38 @@ def _max_loss_up(num_dp: int, num_br: int, epsilon: float) -> float:
     return value
 
 
-def _steered_log_profile(tab: _Tables, epsilon_g: float, state: dict) -> float:
-    """log of the largest certified window-sum upper bound among the candidates that
+def _steered_log_profile(tab: _Tables, epsilon_g: float, state: dict) -> tuple[float, float]:
+    """(log value, log rate): the value is the largest certified window-sum upper bound among the candidates that
     :func:`argmax_search` visits (and the DP-only part): the profile near its
     maximum, for steering the inversion only (the maximum itself is certified by
     :func:`_log_profile`). ``state`` carries the argmax's t between calls; the next
-    search looks within ``_STEER_RADIUS`` candidates of the same t first and over
-    all candidates when the best one lies on that range's edge."""
+    search looks near the same t first (within at most ``_STEER_RADIUS`` candidates)
+    and over all candidates when the best one lies on that range's edge. The rate
+    is -d log(value) / d eps_g at the best candidate (its derivative by Danskin's
+    theorem; NaN where the DP-only part is larger)."""
     if _at_or_beyond_max_loss(tab.num_dp, tab.num_br, tab.epsilon, epsilon_g):
-        return -math.inf
+        return -math.inf, math.nan
     dp_upper, _ = _log_dp_profile(tab, epsilon_g)
+    rates: dict[int, float] = {}
 
     def search(cand: _Candidates) -> tuple[int, float]:
-        return argmax_search(lambda index: _selection_bounds(tab, epsilon_g, cand, index)[0],
-                             cand.ell.size)
+        rates.clear()
+
+        def values(index):
+            upper, _, log_rate = _selection_bounds(tab, epsilon_g, cand, index)
+            rates.update(zip(index.tolist(), log_rate.tolist()))
+            return upper
+
+        return argmax_search(values, cand.ell.size)
 
     cand, found = None, None
     if "t" in state:
         # t_l = (eps_g + (l + 1 - d) eps) / (n + 1) solved for l
         centre = round(((tab.num_br + 1.0) * state["t"] - epsilon_g) / tab.epsilon
                        - 1.0 + tab.num_dp)
-        low, high = centre - _STEER_RADIUS, centre + _STEER_RADIUS
+        # the argmax moves by about |change of eps_g| / eps candidates
+        radius = min(_STEER_RADIUS, 16 + math.ceil(4.0 * abs(epsilon_g - state["at"]) / tab.epsilon))
+        low, high = centre - radius, centre + radius
         cand = _candidates(tab, epsilon_g, (low, high))
         if cand.ell.size:
             found = search(cand)
@@ -393,10 +236,12 @@ def _steered_log_profile(tab: _Tables, epsilon_g: float, state: dict) -> float:
     if found is None:
         cand = _candidates(tab, epsilon_g)
         if cand.ell.size == 0:
-            return dp_upper
+            return dp_upper, math.nan
         found = search(cand)
-    state["t"] = float(cand.t[found[0]])
-    return max(dp_upper, found[1])
+    state["t"], state["at"] = float(cand.t[found[0]]), epsilon_g
+    if dp_upper >= found[1]:
+        return dp_upper, math.nan
+    return found[1], rates[found[0]]
 
 
 def _uses_chain(tab: _Tables) -> bool:
@@ -430,13 +275,16 @@ def _invert(tab: _Tables, target_delta: float) -> float:
     if _uses_chain(tab):
         state: dict = {}
 
-        def steered(epsilon_g: float) -> float:
-            log_delta = _steered_log_profile(tab, epsilon_g, state)
+        def steered(epsilon_g: float) -> tuple[float, float]:
+            log_delta, log_rate = _steered_log_profile(tab, epsilon_g, state)
             if math.isnan(log_delta):
-                return math.inf
-            return log_delta + _ACCEPT_MARGIN + _STEER_MARGIN - log_target
+                return math.inf, math.nan
+            return log_delta + _ACCEPT_MARGIN + _STEER_MARGIN - log_target, -math.exp(log_rate)
 
-        _, high = bracket_root(steered, k_epsilon, guess, EPSILON_TOLERANCE)
+        found = newton_bracket(steered, k_epsilon, guess, EPSILON_TOLERANCE)
+        if found is None:       # no convergence: the bracketing search on the same values
+            found = bracket_root(lambda x: steered(x)[0], k_epsilon, guess, EPSILON_TOLERANCE)
+        high = found[1]
         if high >= k_epsilon or excess(high) <= 0:
             return high
     return bracket_root(excess, k_epsilon, guess, EPSILON_TOLERANCE)[1]
@@ -526,9 +374,9 @@ def theorem2_epsilon(k: int, epsilon: float, target_delta: float) -> float:
         :func:`theorem2_delta` (so ``theorem2_delta(k, epsilon, result) <= target_delta``).
         ``target_delta`` = 0 gives k * epsilon (rounded up), ``target_delta`` >= 1 gives 0.
     Runtime:
-        About 10 profile evaluations (Illinois regula falsi on log delta, bisection
-        safeguard): ~0.06 s at k = 1e3, ~0.16 s at k = 1e4, ~1.4 s at k = 1e5 (CPU;
-        every candidate was evaluated before: 1.4 s and 56 s).
+        About six steered evaluations (a few candidates each) and one certified
+        profile evaluation: ~0.25 s at k = 1e5 (CPU, benchmarks/accounting.py;
+        3.2 s with ten certified evaluations, 56 s evaluating every candidate).
     """
     k = check_count("k", k)
     eps = check_nonnegative("epsilon", epsilon)
@@ -589,9 +437,9 @@ def theorem3_epsilon(num_dp: int, num_br: int, epsilon: float, target_delta: flo
         <= target_delta`` by evaluation. ``target_delta`` = 0 gives
         (num_dp + num_br) * epsilon (rounded up), ``target_delta`` >= 1 gives 0.
     Runtime:
-        About 10 profile evaluations: ~0.2 s at k = 1e4, ~1.7 s at k = 1e5
-        (num_dp = num_br, CPU; every candidate was evaluated before: 1.5 s and
-        49 s).
+        About six steered evaluations and one certified profile evaluation:
+        ~0.3 s at k = 1e5 (num_dp = num_br, CPU, benchmarks/accounting.py; 2.8 s
+        with ten certified evaluations, 49 s evaluating every candidate).
     """
     d, n = _validated_counts(num_dp, num_br)
     eps = check_nonnegative("epsilon", epsilon)
