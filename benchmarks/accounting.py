@@ -425,7 +425,7 @@ def process_cpu(setup: str, statement: str) -> tuple[float, str]:
     import subprocess
 
     code = (f"{setup}\nimport time\nstart = time.process_time()\nvalue = {statement}\n"
-            f"print(time.process_time() - start, repr(getattr(value, 'epsilon', value)))")
+            f"print(time.process_time() - start, repr(getattr(value, 'value', value)))")
     import os
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
