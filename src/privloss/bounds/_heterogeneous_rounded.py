@@ -52,10 +52,20 @@ def _grouped_multiples(values: np.ndarray) -> np.ndarray | None:
     """Integers c_g >= 1 with |v_g / (c_g h) - 1| <= MAX_DEVIATION for h = min(v) / m,
     for the smallest m = 1 .. MAX_SUBDIVISION that has them; None otherwise."""
     ratios = values / values[0]
-    for subdivision in range(1, MAX_SUBDIVISION + 1):
-        scaled = ratios * subdivision
+    # a few spread-out values first: most subdivisions fail on them (cheap rejection
+    # of arbitrary epsilons), the whole array is checked only for a survivor
+    sample = ratios[np.linspace(0, ratios.size - 1, min(ratios.size, 64)).astype(np.int64)]
+
+    def multiples_of(values_, subdivision):
+        scaled = values_ * subdivision
         multiples = np.rint(scaled)
-        if np.all(np.abs(scaled - multiples) <= MAX_DEVIATION * multiples):
+        return multiples if np.all(np.abs(scaled - multiples) <= MAX_DEVIATION * multiples) else None
+
+    for subdivision in range(1, MAX_SUBDIVISION + 1):
+        if multiples_of(sample, subdivision) is None:
+            continue
+        multiples = multiples_of(ratios, subdivision)
+        if multiples is not None:
             return multiples.astype(np.int64)
     return None
 

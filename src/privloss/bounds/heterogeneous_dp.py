@@ -414,7 +414,10 @@ def heterogeneous_dp_epsilon(epsilons, target_delta: float, *, deltas=None,
     epsilon (a certified lower bound on the optimal delta exceeds the target there).
     Infeasible targets (below 1 - prod(1 - delta_i)) give ``Bracket(inf, inf)``.
     In the exact modes (see :func:`heterogeneous_dp_delta`) the ends differ by
-    float rounding only; otherwise the lattice is refined until
+    float rounding only; near-lattice epsilons (rounded lattice mode) give a
+    bracket accepted when ``upper - lower <= tolerance`` or ``<= 1e-5 * upper``
+    (``ROUNDED_EPSILON_RELATIVE_TOLERANCE``; the bracket mode cannot tighten such
+    input cheaply); otherwise the lattice is refined until
     ``upper - lower <= tolerance``; if the memory/work limits
     (``MAX_LATTICE_POINTS``, ``MAX_LATTICE_WORK``) stop the refinement, the wider,
     still certified bracket is returned.
