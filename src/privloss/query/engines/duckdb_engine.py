@@ -254,10 +254,14 @@ class LoadedFile:
         self._numbers = itertools.count()
 
     @classmethod
-    def read(cls, duckdb, inp: FileInput, scan: bool = True) -> "LoadedFile":
+    def read(cls, duckdb, inp: FileInput, scan: bool = True,
+             columns: tuple | None = None) -> "LoadedFile":
         """Read ``inp``'s files whole (the reading rules of
-        :func:`_file_relation`, by SQL over our own text and the names as
-        parameters); a file that does not read raises as :func:`_unreadable`."""
+        :func:`_file_relation`, by SQL over our own text with the file names
+        and ``columns`` as parameters); a file that does not read raises as
+        :func:`_unreadable`.  ``columns``: keep only these (every row of a CSV
+        file is still parsed and checked, every field; a column the files lack
+        keeps them all, so the schema error names the file's columns)."""
         limit_directory = memory_settings()[1]
         spill = None if limit_directory is not None else \
             tempfile.TemporaryDirectory(prefix="privloss-duckdb-")
@@ -276,8 +280,20 @@ class LoadedFile:
                           "quote = '\"', escape = '\"', skip = 0, comment = '')")
                 parameters = [list(names), "\t" if inp.format == "tsv" else ","]
             try:
-                connection.execute(f"CREATE TABLE rows AS SELECT * FROM {reader}",
-                                   parameters).fetchall()
+                if columns is not None:
+                    try:
+                        connection.execute(f"CREATE TABLE rows AS SELECT COLUMNS(?) FROM "
+                                           f"{reader}", [list(columns)] + parameters).fetchall()
+                    except duckdb.BinderException:      # a column the files lack
+                        columns = None
+                if columns is not None:
+                    kept = {row[0] for row in connection.execute("DESCRIBE rows").fetchall()}
+                    if not set(columns) <= kept:        # matched in another case
+                        connection.execute("DROP TABLE rows").fetchall()
+                        columns = None
+                if columns is None:
+                    connection.execute(f"CREATE TABLE rows AS SELECT * FROM {reader}",
+                                       parameters).fetchall()
             except duckdb.Error as error:
                 raise _unreadable(inp, error, scan) from None
         except BaseException:
@@ -320,11 +336,18 @@ class LoadedFile:
             self._spill = None
 
 
-def load(inp: FileInput, scan: bool = True) -> LoadedFile:
+def load(inp: FileInput, scan: bool = True, columns=None) -> LoadedFile:
     """``inp``'s :class:`LoadedFile`: kept in ``inp.tables`` (read on first
-    use; see the module docstring)."""
+    use; see the module docstring).  ``columns``: the columns a plan reads, for
+    an input read by one plan (not ``prepare``): only those are kept (the
+    rest of the row is parsed and dropped), one table per set of columns."""
     duckdb = import_duckdb()
-    return inp.tables.get(("duckdb",) + inp.names, lambda: LoadedFile.read(duckdb, inp, scan))
+    if inp.tables.prepare or columns is None:
+        columns = None
+    else:
+        columns = tuple(dict.fromkeys(columns))
+    return inp.tables.get(("duckdb", inp.names, columns),
+                          lambda: LoadedFile.read(duckdb, inp, scan, columns))
 
 
 class _Source:
@@ -369,9 +392,10 @@ def _files_of(source: _Source, inp: FileInput) -> tuple[str, ...]:
     return names
 
 
-def _open(duckdb, inp, source: _Source, scan: bool = False) -> None:
+def _open(duckdb, inp, source: _Source, scan: bool = False, columns=None) -> None:
     """Fill ``source`` for a resolved input (schema errors: ValueError/TypeError);
-    ``scan``: parse every row of CSV / TSV files now (:func:`_file_relation`)."""
+    ``scan``: parse every row of CSV / TSV files now (:func:`_file_relation`);
+    ``columns``: those the plan reads (a loaded input keeps only them)."""
     if isinstance(inp, RelationInput):
         source.relation = inp.relation
         return
@@ -404,7 +428,7 @@ def _open(duckdb, inp, source: _Source, scan: bool = False) -> None:
             raise ValueError(f"{describe_input(inp)} returns no rows: it must be a SELECT")
         return
     if isinstance(inp, FileInput) and inp.tables is not None:
-        source.loaded = load(inp, scan)
+        source.loaded = load(inp, scan, columns)
         source.prepare = inp.tables.prepare
         source.connection = source.loaded.connection.cursor()
         source.relation = source.connection.table("rows")
@@ -440,7 +464,10 @@ def _opened(plan: QueryPlan, scan: bool = False):
     inp = resolve_input(plan.source)
     source = _Source()
     try:
-        _open(duckdb, inp, source, scan)
+        columns = [plan.privacy_unit, *plan.by, *plan.value_columns]
+        if plan.where is not None:
+            columns += sorted(plan.where.columns())
+        _open(duckdb, inp, source, scan, columns)
         relation = source.relation
         check_columns(list(relation.columns), list(relation.types), plan, describe_input(inp),
                       text_ok(inp))
