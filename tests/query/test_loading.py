@@ -183,6 +183,9 @@ CSV_SHAPES = {
     "late extra field": "user,item\n" + "".join(f"u{i},i{i % 7}\n" for i in range(30000))
                         + "u9,x,extra\n" + "u1,a\n",
     "bad UTF-8 in a column not read": b"user,item,note\nu1,a,ok\nu2,b,\xff\xfe no\n",
+    "late bad UTF-8 in a column not read": "".join(
+        ["user,item,note\n"] + [f"u{i},i{i % 7},ok\n" for i in range(30000)]).encode()
+        + b"u9,x,\xff\xfe\nu1,a,ok\n",
     "a third column": "user,note,item\nu1,x,a\nu2,y,b\n",
 }
 

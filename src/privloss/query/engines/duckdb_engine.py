@@ -280,10 +280,15 @@ class LoadedFile:
                           "quote = '\"', escape = '\"', skip = 0, comment = '')")
                 parameters = [list(names), "\t" if inp.format == "tsv" else ","]
             try:
+                # a CSV reader checks only the columns it reads past its sniffing
+                # sample: this always-true filter reads (and checks) every field
+                every_field = "" if inp.format == "parquet" else \
+                    " WHERE coalesce(length(COLUMNS(*)), 0) >= 0"
                 if columns is not None:
                     try:
                         connection.execute(f"CREATE TABLE rows AS SELECT COLUMNS(?) FROM "
-                                           f"{reader}", [list(columns)] + parameters).fetchall()
+                                           f"{reader}{every_field}",
+                                           [list(columns)] + parameters).fetchall()
                     except duckdb.BinderException:      # a column the files lack
                         columns = None
                 if columns is not None:
