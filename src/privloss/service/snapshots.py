@@ -50,7 +50,10 @@ Start-up: one read of every source and one Parquet write.  Per release: a
 ``stat`` of the source files; the first release of a version on a column
 nothing more: the snapshot is read into the engine, and the pairs of every
 declared column built, when it is made (start-up, or the first release after
-the source changed).
+the source changed).  Memory, per process: the snapshot's columns in a DuckDB
+table and the pairs of each declared column, under
+``PRIVLOSS_DUCKDB_MEMORY_LIMIT``; beyond it DuckDB moves the tables to a
+private temporary directory (mode 0700), removed with them.
 """
 
 from __future__ import annotations

@@ -64,16 +64,15 @@ then per (unit, group).  Figures: ``docs/benchmarks.md``.
 
 from __future__ import annotations
 
-import itertools
 import os
 import tempfile
-import threading
 
 from privloss.query.bounding import SelectionKey, is_canonical_integer
 from privloss.query.engines._codes import check_columns, column_kind, key_codes_of, text_ok
 from privloss.query.engines._files import exact_files
-from privloss.query.engines._sql import DUCKDB, bounded_sql, coded_pairs_sql
-from privloss.query.errors import computation_failed, log_engine_error
+from privloss.query.engines._loaded import LoadedFile, load, unreadable
+from privloss.query.engines._sql import DUCKDB, bounded_sql
+from privloss.query.errors import computation_failed
 from privloss.query.inputs import (FileInput, FrameInput, QueryInput, RelationInput,
                                    SparkFrameInput, SparkTable, describe_input,
                                    resolve_input)
@@ -207,12 +206,7 @@ def _file_relation(duckdb, con, inp: FileInput, names: tuple[str, ...], scan: bo
                                 for c in relation.columns]).fetchall()
         return relation
     except duckdb.Error as error:
-        error_id = log_engine_error(error, f"reading {describe_input(inp)}")
-        rule = "" if inp.format == "parquet" else \
-            " (UTF-8, a header row, every row with the header's number of fields)"
-        raise ValueError(f"could not read {describe_input(inp)}: it is not a well-formed "
-                         f"{inp.format.upper()} file{rule}; error id {error_id} (the "
-                         f"reader's message is in the privloss.engine log)") from None
+        raise unreadable(inp, error, scan=True) from None
 
 
 def _frame_relation(con, inp: FrameInput):
@@ -224,107 +218,6 @@ def _frame_relation(con, inp: FrameInput):
     if inp.kind in ("polars", "polars-lazy"):
         frame = frame.to_arrow()
     return con.from_arrow(frame)
-
-
-def _unreadable(inp, error, scan: bool):
-    """The error of a file that does not read: before a charge (``scan``) the
-    fixed ValueError of :func:`_file_relation`; while computing,
-    :class:`~privloss.query.errors.ComputationFailed`."""
-    if not scan:
-        return computation_failed(error, f"duckdb, {describe_input(inp)}")
-    error_id = log_engine_error(error, f"reading {describe_input(inp)}")
-    rule = "" if inp.format == "parquet" else \
-        " (UTF-8, a header row, every row with the header's number of fields)"
-    return ValueError(f"could not read {describe_input(inp)}: it is not a well-formed "
-                      f"{inp.format.upper()} file{rule}; error id {error_id} (the "
-                      f"reader's message is in the privloss.engine log)")
-
-
-class LoadedFile:
-    """The rows of a :class:`FileInput`'s files in the table ``rows`` of a
-    private in-memory database (``connection``: locked, as every connection of
-    ours; queries run on its cursors), and the pairs tables made from it
-    (:meth:`coded_pairs`).  :meth:`close` frees both."""
-
-    def __init__(self, connection, spill):
-        self.connection = connection
-        self._spill = spill
-        self._lock = threading.Lock()
-        self._pairs: dict = {}
-        self._numbers = itertools.count()
-
-    @classmethod
-    def read(cls, duckdb, inp: FileInput, scan: bool = True) -> "LoadedFile":
-        """Read ``inp``'s files whole (the reading rules of
-        :func:`_file_relation`, by SQL over our own text and the names as
-        parameters); a file that does not read raises as :func:`_unreadable`."""
-        limit_directory = memory_settings()[1]
-        spill = None if limit_directory is not None else \
-            tempfile.TemporaryDirectory(prefix="privloss-duckdb-")
-        holder = _Source()
-        connection = None
-        try:
-            names = _files_of(holder, inp)
-            connection = _locked_connection(duckdb, names, limit_directory or spill.name)
-            if inp.format == "parquet":
-                reader, parameters = "read_parquet(?)", [list(names)]
-            else:
-                # the header is the first line, nothing is a comment: without these the
-                # sniffer may take a malformed row for the header (and skip the rows
-                # above it) or a line for a comment, where _file_relation refuses the file
-                reader = ("read_csv(?, header = true, all_varchar = true, sep = ?, "
-                          "quote = '\"', escape = '\"', skip = 0, comment = '')")
-                parameters = [list(names), "\t" if inp.format == "tsv" else ","]
-            try:
-                connection.execute(f"CREATE TABLE rows AS SELECT * FROM {reader}",
-                                   parameters).fetchall()
-            except duckdb.Error as error:
-                raise _unreadable(inp, error, scan) from None
-        except BaseException:
-            if connection is not None:
-                connection.close()
-            if spill is not None:
-                spill.cleanup()
-            raise
-        finally:
-            holder.close()          # glob-free copies, if any: the rows are loaded
-        return cls(connection, spill)
-
-    def coded_pairs(self, duckdb, plan: QueryPlan, projected, kinds: list, inp) -> str:
-        """The name of the table of :func:`coded_pairs_sql` over ``projected``
-        (the rows projected onto u, g..), made on first use per (privacy unit,
-        group columns); a failure is :class:`ComputationFailed`."""
-        key = (plan.privacy_unit, tuple(plan.by))
-        with self._lock:            # one build at a time; a repeat finds the table
-            name = self._pairs.get(key)
-            if name is not None:
-                return name
-            name = f"pairs_{next(self._numbers)}"
-            groups = len(plan.by)
-            text = coded_pairs_sql(DUCKDB, "privloss_source", groups=groups,
-                                   unit_integer=kinds[0] == "integer",
-                                   group_integer=groups == 1 and kinds[1] == "integer")
-            try:
-                projected.query("privloss_source", text).create(name)
-            except duckdb.Error as error:
-                raise computation_failed(error, f"duckdb, {describe_input(inp)}") from None
-            self._pairs[key] = name
-            return name
-
-    def close(self) -> None:
-        with self._lock:
-            self._pairs = {}
-        self.connection.close()
-        if self._spill is not None:
-            self._spill.cleanup()
-            self._spill = None
-
-
-def load(inp: FileInput, scan: bool = True) -> LoadedFile:
-    """``inp``'s :class:`LoadedFile`: kept in ``inp.tables`` (read on first
-    use; see the module docstring)."""
-    duckdb = import_duckdb()
-    return inp.tables.get(("duckdb",) + inp.names, lambda: LoadedFile.read(duckdb, inp, scan))
 
 
 class _Source:
@@ -369,9 +262,10 @@ def _files_of(source: _Source, inp: FileInput) -> tuple[str, ...]:
     return names
 
 
-def _open(duckdb, inp, source: _Source, scan: bool = False) -> None:
+def _open(duckdb, inp, source: _Source, scan: bool = False, columns=None) -> None:
     """Fill ``source`` for a resolved input (schema errors: ValueError/TypeError);
-    ``scan``: parse every row of CSV / TSV files now (:func:`_file_relation`)."""
+    ``scan``: parse every row of CSV / TSV files now (:func:`_file_relation`);
+    ``columns``: those the plan reads (a loaded input keeps only them)."""
     if isinstance(inp, RelationInput):
         source.relation = inp.relation
         return
@@ -404,7 +298,7 @@ def _open(duckdb, inp, source: _Source, scan: bool = False) -> None:
             raise ValueError(f"{describe_input(inp)} returns no rows: it must be a SELECT")
         return
     if isinstance(inp, FileInput) and inp.tables is not None:
-        source.loaded = load(inp, scan)
+        source.loaded = load(inp, scan, columns)
         source.prepare = inp.tables.prepare
         source.connection = source.loaded.connection.cursor()
         source.relation = source.connection.table("rows")
@@ -444,7 +338,10 @@ def _opened(plan: QueryPlan, scan: bool = False):
             from privloss.query.engines.duckdb_joins import open_joined
             relation = source.relation = open_joined(duckdb, inp, plan, source, scan)
         else:
-            _open(duckdb, inp, source, scan)
+            columns = [plan.privacy_unit, *plan.by, *plan.value_columns]
+            if plan.where is not None:
+                columns += sorted(plan.where.columns())
+            _open(duckdb, inp, source, scan, columns)
             relation = source.relation
         check_columns(list(relation.columns), list(relation.types), plan, describe_input(inp),
                       text_ok(inp))
