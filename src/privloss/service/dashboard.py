@@ -250,7 +250,8 @@ def _image_form(command: str, parameters: dict) -> dict:
             value = ", ".join(f"{column}={low!r}:{high!r}" for column, (low, high)
                               in value.items())
         elif isinstance(value, list):
-            value = ", ".join(str(item) for item in value)
+            value = ", ".join("|".join(map(str, item)) if isinstance(item, list) else str(item)
+                              for item in value)
         elif isinstance(value, bool):
             value = "on" if value else ""
         fields[key] = value

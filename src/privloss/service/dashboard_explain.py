@@ -85,9 +85,12 @@ def _events(key: tuple, dataset) -> tuple:
     from privloss.service.queries import build_request
     from privloss.service.sql_route import checked_query
 
+    from privloss.service.rollup_route import is_rollup
+
     command, parameters = key[4], json.loads(key[5])
     if command == "sql":
-        return tuple(checked_query(dataset, parameters).plan.events)
+        query = checked_query(dataset, parameters)
+        return tuple(query.events if is_rollup(query) else query.plan.events)
     return tuple(build_request(command, parameters, dataset, dataset.interaction).events())
 
 
@@ -169,9 +172,13 @@ def _point(key: tuple, dataset) -> dict:
     command, parameters = key[4], json.loads(key[5])
     if command == "sql":
         from privloss.api.aggregate import describe_plan
+        from privloss.service.rollup_route import is_rollup
         from privloss.service.sql_route import checked_query
 
-        described = describe_plan(checked_query(dataset, parameters))
+        query = checked_query(dataset, parameters)
+        if is_rollup(query):
+            return _rollup_point(query)
+        described = describe_plan(query)
         widths = {f"{m['aggregation']} ({m['measurement']})": float(m["ci95_half_width"])
                   for m in described["measurements"]
                   if m.get("ci95_half_width") is not None and m["aggregation"] != "selection"}
@@ -187,6 +194,20 @@ def _point(key: tuple, dataset) -> dict:
     return {"epsilon": parameters["epsilon"],
             "half_widths": {} if width is None else {"a count": float(width)},
             "threshold": None if threshold is None else float(threshold["offset"])}
+
+
+def _rollup_point(query) -> dict:
+    """A ROLLUP's point: each measure's largest 95% half-width over the levels
+    (known with public keys only: the level split is chosen on the keys' tree)
+    and the selection's threshold (without keys)."""
+    described = query.describe()
+    levels = described["level_split"] if isinstance(described["level_split"], dict) else {}
+    selection = described.get("selection") or {}
+    threshold = selection.get("threshold")
+    return {"epsilon": query.epsilon,
+            "half_widths": {f"{name} (largest over levels)": max(split["ci95_half_width_by_level"])
+                            for name, split in levels.items()},
+            "threshold": None if threshold is None else float(threshold)}
 
 
 def accuracy_points(dataset, command: str, parameters: dict,

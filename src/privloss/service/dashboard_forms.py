@@ -11,7 +11,10 @@ checks; ``sql`` -> :func:`privloss.service.sql_route.plan_sql` / ``run_sql``
 with :class:`privloss.service.sql_route.SqlParameters`' checks.  Each form
 sends only its own fields: the histogram form has no ``k`` (a histogram
 releases every item over its threshold; a ``k`` posted anyway is dropped), the
-SQL form passes the query text unchanged (the dashboard never writes SQL).
+SQL form passes the query text unchanged (the dashboard never writes SQL;
+``GROUP BY ROLLUP`` and joins with the configuration's public tables go on
+as in the ``/sql`` route), its ``keys`` field a comma-separated list where
+``DE|web`` is one group of several columns.
 
 Privacy guarantee
 -----------------
@@ -88,8 +91,11 @@ def form_parameters(form) -> tuple[str, dict]:
     for key in FIELDS[command]:
         if key in _NUMBERS:
             value = _number(form, key)
-        elif key == "domain" or key == "keys":
+        elif key == "domain":
             value = _list(_text(form, key)) or None
+        elif key == "keys":         # "DE|web": one group of several columns (a ROLLUP's)
+            value = [item.split("|") if "|" in item else item
+                     for item in _list(_text(form, key))] or None
         elif key == "bounds":
             value = _bounds(_text(form, key)) or None
         elif key == "consistent":
