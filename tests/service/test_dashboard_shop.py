@@ -151,3 +151,64 @@ def test_bad_rollup_and_join_forms_are_refused_before_any_charge(shop, change, s
         assert page.status_code == status, _text(page.text)[:600]
         assert words in _text(re.search(r'(?s)id="error">(.*?)</p>', page.text).group(1))
     assert ledger.show("shop")["releases"] == 0
+
+
+def test_running_totals_form_previews_then_releases_with_a_chart(shop):
+    client, csrf, ledger = shop
+    preview = client.post("/datasets/shop/preview", data={**RUNNING, "csrf": csrf})
+    assert preview.status_code == 200, _text(preview.text)[:600]
+    plan = _text(preview.text)
+    assert "13 weeks from 2024-01-01 to 2024-03-25" in plan, plan
+    assert "goes from 0 to 0.5 (+0.5)" in _section(preview.text, "cost")
+    image = re.search(r'id="accuracy" src="([^"]+)"', preview.text).group(1)
+    assert client.get(image.replace("&amp;", "&")).status_code == 200
+    assert ledger.show("shop")["releases"] == 0
+    page = client.post("/datasets/shop/release", data={**RUNNING, "csrf": csrf})
+    assert page.status_code == 200, _text(page.text)[:600]
+    rows = _rows(page.text)
+    assert [row[0] for row in rows][:2] == ["2024-01-01", "2024-01-08"] and len(rows) == 13
+    for row in rows:
+        low, high = map(float, row[2].strip("[]").split(","))
+        assert low <= float(row[1]) <= high
+    chart = re.search(r'id="running-chart" src="([^"]+)"', page.text).group(1)
+    png = client.get(chart.replace("&amp;", "&"))
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+    assert client.get("/datasets/shop/running.png?release=7").status_code == 404
+    assert ledger.show("shop")["releases"] == 1
+    history = _text(client.get("/datasets/shop").text)
+    assert "running totals" in history and "13 period(s)" in history
+    again = client.post("/datasets/shop/release", data={**RUNNING, "csrf": csrf})
+    assert "(stored answer, free)" in again.text and ledger.show("shop")["releases"] == 1
+
+
+def test_running_sum_form_sends_its_bounds_and_other_statistics_drop_them(shop):
+    client, csrf, ledger = shop
+    form = {**RUNNING, "statistic": "count", "sum_column": "amount", "low": "0", "high": "9"}
+    assert client.post("/datasets/shop/preview", data={**form, "csrf": csrf}).status_code == 200
+    form = {**form, "statistic": "sum", "period": "month", "end": "2024-03-01"}
+    page = client.post("/datasets/shop/release", data={**form, "csrf": csrf})
+    assert page.status_code == 200, _text(page.text)[:600]
+    assert len(_rows(page.text)) == 3
+
+
+@pytest.mark.parametrize("change, status, words", [
+    ({"epsilon": "1e-9"}, 422, "epsilon"), ({"epsilon": "x"}, 422, "epsilon must be a number"),
+    ({"delta": "1e-6"}, 422, "delta"), ({"noise": "gaussian"}, 422, "delta"),
+    ({"max_periods_per_unit": "0"}, 422, "max_periods_per_unit"),
+    ({"max_rows_per_period": "2.5"}, 422, "max_rows_per_period"),
+    ({"period": "year"}, 422, "period"), ({"start": "2024-13-01"}, 422, "start"),
+    ({"start": ""}, 422, "start"), ({"start": "2024-04-01"}, 422, "end"),
+    ({"statistic": "sum"}, 422, "statistic 'sum' needs sum_column, low and high"),
+    ({"statistic": "sum", "sum_column": "amount", "low": "5", "high": "1"}, 422, "low"),
+    ({"statistic": "sum", "sum_column": "country", "low": "0", "high": "1"}, 422, "numeric"),
+    ({"time_column": "user_id"}, 403, "not granted"),
+])
+def test_bad_running_forms_are_refused_before_any_charge(shop, change, status, words):
+    client, csrf, ledger = shop
+    for action in ("preview", "release"):
+        page = client.post(f"/datasets/shop/{action}", data={**RUNNING, **change, "csrf": csrf})
+        assert page.status_code == status, _text(page.text)[:600]
+        assert words in _text(re.search(r'(?s)id="error">(.*?)</p>', page.text).group(1))
+    assert ledger.show("shop")["releases"] == 0
+    for action in ("preview", "release"):                   # and the CSRF token is needed
+        assert client.post(f"/datasets/shop/{action}", data=RUNNING).status_code == 403

@@ -12,9 +12,11 @@ at logout and when the token is re-issued.  Every form carries a CSRF token
 (the session's; the sign-in form's is a double-submit cookie).  Per dataset:
 gauges of epsilon and delta spent (mine and the dataset's), a chart of budget
 use over time and the tradeoff curve (f-DP) of the budget spent so far
-(:mod:`privloss.service.dashboard_charts`); three query forms, top-k,
-histogram (no ``k``: every item over the threshold) and DP SQL (the query
-text goes unchanged to the ``/sql`` route's own functions), read by
+(:mod:`privloss.service.dashboard_charts`); four query forms, top-k,
+histogram (no ``k``: every item over the threshold), DP SQL (the query text
+goes unchanged to the ``/sql`` route's own functions: ``GROUP BY ROLLUP``
+with its subtotal rows, joins with public tables) and running totals (the
+``/running`` route's functions; the release drawn with its 95% band), read by
 :mod:`privloss.service.dashboard_forms`.  Each form's first button is the dry
 run (``/datasets/{name}/preview``: nothing spent), shown with why the ledger
 charges what it charges and a plot of accuracy against epsilon
@@ -24,7 +26,7 @@ threshold.  Then my release history with receipts.
 
 The dashboard is a surface only: the preview and release call the same
 functions as the JSON routes (``plan_release`` / ``run_release``,
-``plan_sql`` / ``run_sql``) after the same checks (the routes' pydantic
+``plan_sql`` / ``run_sql``, ``plan_running`` / ``run_running``) after the same checks (the routes' pydantic
 models), so bad input is refused before any charge, with the message in the
 page (never a 500).
 
@@ -232,6 +234,15 @@ def _preview(state, dataset, analyst, command: str, parameters: dict) -> dict:
     if command == "sql":
         plan = plan_sql(state.ledger, dataset, analyst, parameters,
                         snapshot=state.snapshots.latest(dataset))
+    elif command == "running":
+        from privloss.service.running_route import plan_running
+
+        plan = plan_running(state.ledger, dataset, analyst, parameters,
+                            snapshot=state.snapshots.latest(dataset))
+        # one event, calibrated to exactly the asked budget (privloss.api.running)
+        plan["guarantee"] = {"epsilon": parameters["epsilon"],
+                             "delta": parameters.get("delta", 0.0),
+                             "bound": "one binary-tree release"}
     else:
         plan = call_ledger(plan_release, state.ledger, dataset, analyst, command, parameters)
     events = call_ledger(release_events, dataset, command, parameters)
@@ -269,6 +280,11 @@ def _release(state, dataset, analyst, command: str, parameters: dict) -> dict:
     if command == "sql":
         result = run_sql(state.ledger, dataset, analyst, parameters, snapshot=snapshot)
         empty = not result.get("rows")
+    elif command == "running":
+        from privloss.service.running_route import run_running
+
+        result = run_running(state.ledger, dataset, analyst, parameters, snapshot=snapshot)
+        empty = False           # every period has a total, zero or not
     else:
         result = call_ledger(run_release, state.ledger, dataset, analyst, command, parameters,
                              snapshot=snapshot)
@@ -366,6 +382,21 @@ def budget_chart(request: Request, name: str):
 
     _, entry, rows = _image_entry(request, name, history=True)
     return _png(budget_png(rows, entry["budget"]))
+
+
+@router.get("/datasets/{name}/running.png")
+def running_chart(request: Request, name: str, release: int = 0):
+    """My running-totals release ``release`` (its stored answer in my history)
+    drawn with its 95% band; 404 when I have no such release."""
+    from privloss.service.dashboard_charts import running_png
+
+    _, _, rows = _image_entry(request, name, history=True)
+    for row in rows:
+        result = row.get("result")
+        if row["release_id"] == release and isinstance(result, dict) and "periods" in result:
+            return _png(running_png(result))
+    raise ServiceError(404, f"no running-totals release #{release} of yours on {name!r}",
+                       outcome="not-found")
 
 
 @router.get("/datasets/{name}/accuracy.png")

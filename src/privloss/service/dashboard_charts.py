@@ -11,6 +11,8 @@ Definition
 * :func:`budget_png`: budget use over time: the dataset's spent epsilon after
   each of my releases (from my history's receipts), today's spending (mine and
   the dataset's) and the budget line.
+* :func:`running_png`: a running-totals release: the released total per
+  period with its 95% interval as a band (the release's own numbers).
 * :func:`accuracy_png`: the preview's planned 95% half-widths and threshold
   against epsilon (:func:`privloss.service.dashboard_explain.accuracy_points`),
   the asked epsilon marked.
@@ -31,7 +33,7 @@ import io
 import math
 from datetime import datetime, timezone
 
-__all__ = ["tradeoff_png", "budget_png", "accuracy_png"]
+__all__ = ["tradeoff_png", "budget_png", "accuracy_png", "running_png"]
 
 
 def _png(figure) -> bytes:
@@ -155,4 +157,29 @@ def accuracy_png(points: list[dict], epsilon: float, unit: str = "count") -> byt
     axes.set_title("accuracy against epsilon (planned, no data read)")
     axes.grid(alpha=0.3, which="both")
     axes.legend(fontsize=7)
+    return _png(figure)
+
+
+def running_png(result: dict) -> bytes:
+    """A running-totals release (the ``/running`` route's body or its stored
+    answer): total per period and its 95% interval band, as PNG bytes."""
+    from matplotlib.figure import Figure
+
+    rows = result["periods"]
+    parameters = result.get("parameters") or {}
+    positions = list(range(len(rows)))
+    figure = Figure(figsize=(6.0, 3.0))
+    axes = figure.subplots()
+    axes.fill_between(positions, [row["ci95"][0] for row in rows],
+                      [row["ci95"][1] for row in rows], color="#2a9d8f", alpha=0.25,
+                      label="95% interval")
+    axes.plot(positions, [row["total"] for row in rows], "o-", color="#264653", markersize=3,
+              label="released running total")
+    step = max(1, len(rows) // 8)
+    axes.set_xticks(positions[::step], [str(row["period"]) for row in rows][::step],
+                    rotation=30, ha="right", fontsize=7)
+    axes.set_ylabel(str(parameters.get("statistic", "total")).replace("_", " "))
+    axes.set_title(f"running total per {parameters.get('period', 'period')} (private)")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=7, loc="upper left")
     return _png(figure)

@@ -88,6 +88,9 @@ def _events(key: tuple, dataset) -> tuple:
     from privloss.service.rollup_route import is_rollup
 
     command, parameters = key[4], json.loads(key[5])
+    if command == "running":
+        from privloss.service.running_route import checked_running
+        return tuple(checked_running(dataset, parameters).events)
     if command == "sql":
         query = checked_query(dataset, parameters)
         return tuple(query.events if is_rollup(query) else query.plan.events)
@@ -170,6 +173,13 @@ def _point(key: tuple, dataset) -> dict:
     """``{"epsilon", "half_widths": {measurement: width}, "threshold"}`` of one
     plan (public numbers only)."""
     command, parameters = key[4], json.loads(key[5])
+    if command == "running":
+        from privloss.service.running_route import checked_running
+
+        summary = checked_running(dataset, parameters).plan_summary()
+        return {"epsilon": parameters["epsilon"], "threshold": None,
+                "half_widths": {"a running total (largest)":
+                                float(summary["ci95_half_width_max"])}}
     if command == "sql":
         from privloss.api.aggregate import describe_plan
         from privloss.service.rollup_route import is_rollup
