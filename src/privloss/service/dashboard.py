@@ -20,14 +20,15 @@ with its subtotal rows, joins with public tables) and running totals (the
 :mod:`privloss.service.dashboard_forms`.  Each form's first button is the dry
 run (``/datasets/{name}/preview``: nothing spent), shown with why the ledger
 charges what it charges and a plot of accuracy against epsilon
-(:mod:`privloss.service.dashboard_explain`); the second button, shown with a
+(:func:`privloss.api.accuracy_plan.accuracy_figure`, planned by
+:mod:`privloss.service.dashboard_explain`); the second button, shown with a
 preview that fits, releases; an empty answer is explained from its public
 threshold.  Then my release history with receipts.
 
 The dashboard is a surface only: the preview and release call the same
 functions as the JSON routes (``plan_release`` / ``run_release``,
-``plan_sql`` / ``run_sql``, ``plan_running`` / ``run_running``) after the same checks (the routes' pydantic
-models), so bad input is refused before any charge, with the message in the
+``plan_sql`` / ``run_sql``, ``plan_running`` / ``run_running``) after the
+same checks (the routes' pydantic models), so bad input is refused before any charge, with the message in the
 page (never a 500).
 
 Privacy guarantee
@@ -409,9 +410,10 @@ def accuracy_chart(request: Request, name: str):
 
 def accuracy_png(dataset, form: dict) -> bytes:
     """The accuracy-against-epsilon image of a form's query (422 for a bad
-    one): planned 95% half-width and threshold at a few epsilons."""
-    from privloss.service.dashboard_charts import accuracy_png as draw
-    from privloss.service.dashboard_explain import accuracy_points
+    one, 404 for a ROLLUP): :func:`privloss.api.accuracy_plan.accuracy_figure`
+    of its plan at the form's epsilon."""
+    from privloss.api.accuracy_plan import accuracy_figure
+    from privloss.service.dashboard_explain import accuracy_plan
     from privloss.service.dashboard_forms import form_parameters
     from privloss.service.routes import call_ledger
 
@@ -419,6 +421,11 @@ def accuracy_png(dataset, form: dict) -> bytes:
         command, parameters = form_parameters(form)
     except ValueError as error:
         raise ServiceError(422, str(error), outcome="bad-parameters") from None
-    points = call_ledger(accuracy_points, dataset, command, parameters)
-    unit = "value" if command == "sql" else "count (distinct users)"
-    return draw(points, parameters["epsilon"], unit)
+    try:
+        plan = call_ledger(accuracy_plan, dataset, command, parameters)
+    except (ValueError, ArithmeticError) as error:
+        raise ServiceError(422, str(error)[:300], outcome="bad-parameters") from None
+    if plan is None:
+        raise ServiceError(404, "no accuracy plot of a GROUP BY ROLLUP (its levels' "
+                                "half-widths are in the preview)", outcome="not-found")
+    return accuracy_figure(plan)

@@ -13,9 +13,8 @@ Definition
   the dataset's) and the budget line.
 * :func:`running_png`: a running-totals release: the released total per
   period with its 95% interval as a band (the release's own numbers).
-* :func:`accuracy_png`: the preview's planned 95% half-widths and threshold
-  against epsilon (:func:`privloss.service.dashboard_explain.accuracy_points`),
-  the asked epsilon marked.
+* the preview's accuracy against epsilon is
+  :func:`privloss.api.accuracy_plan.accuracy_figure` (not drawn here).
 
 Privacy guarantee
 -----------------
@@ -33,7 +32,7 @@ import io
 import math
 from datetime import datetime, timezone
 
-__all__ = ["tradeoff_png", "budget_png", "accuracy_png", "running_png"]
+__all__ = ["tradeoff_png", "budget_png", "running_png"]
 
 
 def _png(figure) -> bytes:
@@ -118,45 +117,6 @@ def budget_png(history: list[dict], budget: dict, now: datetime | None = None) -
     # below the axes: inside, it would hide the budget line or the latest step
     axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
                 frameon=False)
-    return _png(figure)
-
-
-def accuracy_png(points: list[dict], epsilon: float, unit: str = "count") -> bytes:
-    """Planned 95% half-width and threshold against epsilon, as PNG bytes;
-    ``points`` from :func:`~privloss.service.dashboard_explain.accuracy_points`,
-    ``epsilon``: the preview's own (marked)."""
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(5.0, 3.0))
-    axes = figure.subplots()
-    plotted = False
-    names = list(dict.fromkeys(name for p in points for name in p.get("half_widths", {})))
-    series = [(f"95% half-width: {name}", "o-",
-               [(p["epsilon"], p["half_widths"][name]) for p in points
-                if name in p.get("half_widths", {})]) for name in names]
-    series.append(("threshold (distinct units)", "s--",
-                   [(p["epsilon"], p["threshold"]) for p in points
-                    if p.get("threshold") is not None]))
-    for label, style, pairs in series:
-        if pairs:
-            axes.plot(*zip(*pairs), style, label=label, markersize=4)
-            plotted = True
-    axes.axvline(epsilon, color="#e76f51", linewidth=1, label=f"this preview: {epsilon:g}")
-    if plotted:
-        from matplotlib.ticker import NullFormatter
-
-        axes.set_xscale("log")
-        axes.set_yscale("log")
-        ticks = sorted({p["epsilon"] for p in points})
-        axes.set_xticks(ticks, [f"{tick:.3g}" for tick in ticks])
-        axes.xaxis.set_minor_formatter(NullFormatter())
-    else:
-        axes.text(0.5, 0.5, "no planned numbers", transform=axes.transAxes, ha="center")
-    axes.set_xlabel("epsilon")
-    axes.set_ylabel(unit)
-    axes.set_title("accuracy against epsilon (planned, no data read)")
-    axes.grid(alpha=0.3, which="both")
-    axes.legend(fontsize=7)
     return _png(figure)
 
 
