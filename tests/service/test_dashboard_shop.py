@@ -125,6 +125,8 @@ def test_join_with_a_public_table_through_the_sql_form(shop):
     client, csrf, ledger = shop
     preview = client.post("/datasets/shop/preview", data={**JOIN, "csrf": csrf})
     assert preview.status_code == 200, _text(preview.text)[:600]
+    joined = _text(re.search(r'(?s)<li id="join">(.*?)</li>', preview.text).group(1))
+    assert "join with public table regions on" in joined and "cost is unchanged" in joined
     assert ledger.show("shop")["releases"] == 0
     page = client.post("/datasets/shop/release", data={**JOIN, "csrf": csrf})
     assert page.status_code == 200, _text(page.text)[:600]
