@@ -28,8 +28,8 @@ RUNNING = {"command": "running", "time_column": "day", "period": "week",
 
 
 def write_shop(directory) -> None:
-    """3000 rows of 500 users over 90 days in two countries and two devices,
-    a public table of regions, and the service's configuration."""
+    """3000 rows of 500 users over 90 days in two countries and two devices
+    (and six users on a rare third), a public table of regions, and the service's configuration."""
     import datetime as dt
 
     import numpy as np
@@ -38,13 +38,15 @@ def write_shop(directory) -> None:
 
     generator = np.random.default_rng(21)
     users = generator.integers(0, 500, size=3000)
+    users[:6] = np.arange(1000, 1006)            # six users on a rare device: (other) rows
     days = [dt.date(2024, 1, 1) + dt.timedelta(days=int(d))
             for d in generator.integers(0, 90, size=3000)]
     pq.write_table(pa.table({
         "user_id": users.astype(np.int64), "day": pa.array(days, type=pa.date32()),
         "amount": generator.integers(0, 50, size=3000).astype(np.int64),
         "country": np.array(["DE", "US"])[users % 2],
-        "device": np.array(["mobile", "web"])[(users // 2) % 2]}), directory / "shop.parquet")
+        "device": np.concatenate([["tv"] * 6, np.array(["mobile", "web"])[(users[6:] // 2) % 2]])
+    }), directory / "shop.parquet")
     (directory / "regions.csv").write_text("country,region\nDE,EU\nUS,AM\n", encoding="utf-8")
     (directory / "service.toml").write_text("\n".join([
         "[service]", 'ledger = "budget.sqlite"', "rate = 1000.0", "burst = 1000",
@@ -77,7 +79,7 @@ def _rows(html: str) -> list[list[str]]:
     found = re.search(r'(?s)<div class="result" id="result">(.*?)</div>', html)
     assert found, _text(html)[:600]
     return [[_text(cell) for cell in re.findall(r"(?s)<td>(.*?)</td>", row)]
-            for row in re.findall(r"(?s)<tr>(.*?)</tr>", found.group(1))[1:]]
+            for row in re.findall(r"(?s)<tr[^>]*>(.*?)</tr>", found.group(1))[1:]]
 
 
 def test_rollup_through_the_sql_form_shows_subtotals_with_intervals(shop):
@@ -94,10 +96,14 @@ def test_rollup_through_the_sql_form_shows_subtotals_with_intervals(shop):
     page = client.post("/datasets/shop/release", data={**ROLLUP, "csrf": csrf})
     assert page.status_code == 200, _text(page.text)[:600]
     rows = _rows(page.text)
-    # the grand total first, then per country, then per (country, device)
-    assert [row[:2] for row in rows] == [["(all)", "(all)"], ["DE", "(all)"], ["US", "(all)"],
-                                         ["DE", "mobile"], ["DE", "web"], ["US", "mobile"],
-                                         ["US", "web"]]
+    # the grand total first, then per country, then per (country, device), then the
+    # rows of the subgroups not released on their own
+    assert [row[:2] for row in rows][:7] == [["(all)", "(all)"], ["DE", "(all)"],
+                                             ["US", "(all)"], ["DE", "mobile"], ["DE", "web"],
+                                             ["US", "mobile"], ["US", "web"]]
+    assert [row[:2] for row in rows][7:] == [["(other)", "(all)"], ["DE", "(other)"],
+                                             ["US", "(other)"]]
+    assert "(other): the rows of a released group's subgroups" in _text(page.text)
     for row in rows:                                # every row: a value inside its interval
         low, high = map(float, row[3].strip("[]").split(","))
         assert low <= float(row[2]) <= high
