@@ -104,7 +104,7 @@ def test_rollup_through_the_sql_form_shows_subtotals_with_intervals(shop):
     assert [row[:2] for row in rows][7:] == [["(other)", "(all)"], ["DE", "(other)"],
                                              ["US", "(other)"]]
     assert "(other): the rows of a released group's subgroups" in _text(page.text)
-    for row in rows:                                # every row: a value inside its interval
+    for row in rows[:7]:        # a value inside its interval (an (other)'s is cut at 0)
         low, high = map(float, row[3].strip("[]").split(","))
         assert low <= float(row[2]) <= high
     assert ledger.show("shop")["releases"] == 1
@@ -168,6 +168,12 @@ def test_running_totals_form_previews_then_releases_with_a_chart(shop):
     plan = _text(preview.text)
     assert "13 weeks from 2024-01-01 to 2024-03-25" in plan, plan
     assert "goes from 0 to 0.5 (+0.5)" in _section(preview.text, "cost")
+    # the accuracy plan's words (privloss.api.accuracy_plan), from the same plan as the plot
+    lines = _text(re.search(r'(?s)id="accuracy-lines">(.*?)</ul>', preview.text).group(1))
+    width = re.search(r"at epsilon 0\.5: count-distinct within \+-([0-9.]+) with probability "
+                      r"95%", lines)
+    assert width, lines                        # the largest half-width, as the plan above says
+    assert f"to ±{float(width.group(1)):.4g} (largest)" in plan
     image = re.search(r'id="accuracy" src="([^"]+)"', preview.text).group(1)
     assert client.get(image.replace("&amp;", "&")).status_code == 200
     assert ledger.show("shop")["releases"] == 0

@@ -250,8 +250,23 @@ def _preview(state, dataset, analyst, command: str, parameters: dict) -> dict:
     plan = {**plan, "cost": cost_explanation(events, plan["guarantee"], plan["verdict"],
                                              before["dataset"]["spent_epsilon"],
                                              before["interaction"]),
-            "accuracy_query": urlencode(_image_form(command, parameters))}
+            "accuracy_query": urlencode(_image_form(command, parameters)),
+            "accuracy_lines": _accuracy_lines(dataset, command, parameters)}
     return plan
+
+
+def _accuracy_lines(dataset, command: str, parameters: dict) -> list:
+    """The accuracy plan's sentences (the half-widths, the smallest groups
+    that are released, the split), cached with the plan the image draws; none
+    for a ROLLUP or where the plan cannot be computed (the preview stands)."""
+    from privloss.service.dashboard_explain import accuracy_plan
+    from privloss.service.routes import call_ledger
+
+    try:
+        plan = call_ledger(accuracy_plan, dataset, command, parameters)
+    except (ValueError, ArithmeticError):
+        return []
+    return [] if plan is None else list(plan.lines)
 
 
 def _image_form(command: str, parameters: dict) -> dict:
