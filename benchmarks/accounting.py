@@ -402,6 +402,11 @@ PROCESS_CASES = {
     "theorem3_1e5": ("privloss: [CR] Theorem 3, 50000 DP + 50000 BR, eps0 = 0.1, delta = 1e-6",
                      "from privloss.bounds.optimal_br import theorem3_epsilon as f",
                      "f(50000, 50000, 0.1, 1e-6)"),
+    "near_lattice_1e5_compose": ("privloss: compose(), 10^5 eps_i = 0.1 (1 + 1e-6 U), delta at 594.489",
+                                 "import numpy as np; from privloss import compose, PureDP; "
+                                 "e = [PureDP(float(x)) for x in 0.1 * (1 + 1e-6 * "
+                                 "np.random.default_rng(0).random(10**5))]",
+                                 "compose(e, target_epsilon=594.489)"),
     "hetero_1000_direct": ("privloss: 1000 eps_i ~ U[0.01, 0.5], heterogeneous_dp_epsilon",
                            "import numpy as np; from privloss.bounds.heterogeneous_dp import "
                            "heterogeneous_dp_epsilon as f; e = np.random.default_rng(0)"
@@ -420,7 +425,7 @@ def process_cpu(setup: str, statement: str) -> tuple[float, str]:
     import subprocess
 
     code = (f"{setup}\nimport time\nstart = time.process_time()\nvalue = {statement}\n"
-            f"print(time.process_time() - start, repr(getattr(value, 'epsilon', value)))")
+            f"print(time.process_time() - start, repr(getattr(value, 'value', value)))")
     import os
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

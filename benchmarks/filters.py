@@ -2,6 +2,7 @@
 
 Run:  python benchmarks/filters.py             (speed)
       python benchmarks/filters.py tightness   (issue 23: releases admitted per budget)
+      python benchmarks/filters.py alternatives (other fixed delta splits, same cases)
 Target (issue 11): a fully-adaptive admission decision with 10,000 recorded
 releases (stored guarantees) in under 20 ms. The guarantees are built once (as a
 ledger stores them) and round-tripped through JSON first, as a ledger reads them.
@@ -89,6 +90,48 @@ def tightness() -> None:
         print(f"{row[0]:>12s} {row[1]:>22s} {row[2]} {row[3]:>12s} {row[4]:>20s}")
 
 
+def alternative_policies(epsilon: float, delta: float) -> dict:
+    """Other valid delta splits (each a union of valid filters, "Combining rules"),
+    measured against the targets (issue 23 item 3): what a fixed split can reach."""
+    from privloss.accounting.fully_adaptive import filters as rules
+
+    def one_order(share):
+        return rules.renyi_orders_for(epsilon, share, 1)
+
+    return {
+        "cap .5: zcdp .45": FilterPolicy(epsilon, delta, ("basic", "zcdp", "renyi"),
+                                         (0.0, 0.45 * delta, 0.05 * delta)),
+        "cap .05: zcdp .9": FilterPolicy(epsilon, delta, ("basic", "zcdp", "renyi"),
+                                         (0.0, 0.9 * delta, 0.05 * delta)),
+        "cap .05: zcdp .3 gdp .6": FilterPolicy(epsilon, delta, ("basic", "zcdp", "gdp", "renyi"),
+                                                (0.0, 0.3 * delta, 0.6 * delta, 0.05 * delta)),
+        "cap 0: renyi 1 order": FilterPolicy(epsilon, delta, ("basic", "renyi"), (0.0, delta),
+                                             one_order(delta)),
+    }
+
+
+def alternatives() -> None:
+    """Releases admitted under the alternative splits (ratio to the fixed optimum)."""
+    import dataclasses
+
+    from privloss.accounting import compose
+
+    names = list(alternative_policies(1.0, 1e-6))
+    print(f"{'budget':>12s} {'release':>20s} {'fixed':>6s} " + " ".join(f"{n:>24s}" for n in names))
+    for (epsilon, delta), event, label in TIGHTNESS_CASES:
+        def fixed(n, event=event):
+            repeated = dataclasses.replace(event, count=n)
+            return compose([repeated], target_delta=delta, interaction="adaptive").epsilon <= epsilon
+        optimum = largest_admitted(fixed, 20_000)
+        guarantee = release_guarantee(event)
+        cells = []
+        for policy in alternative_policies(epsilon, delta).values():
+            count = largest_admitted(lambda n, p=policy: check(p, [guarantee] * n).admitted, 20_000)
+            cells.append(f"{count:5d} ({count / optimum:.3f})")
+        print(f"{f'({epsilon:g}, {delta:g})':>12s} {label:>20s} {optimum:6d} "
+              + " ".join(f"{c:>24s}" for c in cells))
+
+
 def main() -> None:
     guarantees = history()
     candidate = release_guarantee([BoundedRange(0.001, count=10)])
@@ -112,4 +155,9 @@ def main() -> None:
 if __name__ == "__main__":
     import sys
 
-    tightness() if sys.argv[1:] == ["tightness"] else main()
+    if sys.argv[1:] == ["tightness"]:
+        tightness()
+    elif sys.argv[1:] == ["alternatives"]:
+        alternatives()
+    else:
+        main()

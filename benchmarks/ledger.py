@@ -12,7 +12,10 @@ it), release distinct queries of PureDP(1e-6) on one dataset with a trivial
 computation for ``--seconds``; prints releases per second (wall) and the
 median, p99 and maximum latency of one ``release`` call (the charge, the
 computation and storing the answer) and of its charge (from the call until
-the charging transaction committed). A fresh SQLite file in a temporary
+the charging transaction committed); with threads, also the CPU time of the
+whole process per release (every thread's, the database client's included:
+under load the wall figures measure the machine, this measures the code). A
+fresh SQLite file in a temporary
 folder unless ``--ledger`` names a PostgreSQL database.
 
 Builds a ledger file whose dataset has ``--history`` recorded releases (a
@@ -126,10 +129,12 @@ def throughput(args) -> int:
         start = time.time() + 1.0 + 0.1 * args.writers
         pool_type = (concurrent.futures.ProcessPoolExecutor if args.processes
                      else concurrent.futures.ThreadPoolExecutor)
+        cpu = time.process_time()
         with pool_type(args.writers) as pool:
             futures = [pool.submit(_writer, location, witness, key, args.seconds, number, start)
                        for number in range(args.writers)]
             pairs = [value for future in futures for value in future.result()]
+        cpu = time.process_time() - cpu       # this process: every writer thread's CPU
         releases = Ledger(location, create=False).show("d")["releases"]
     count = len(pairs)
     kind = "processes" if args.processes else "threads"
@@ -144,7 +149,9 @@ def throughput(args) -> int:
     print(f"{backend}, {args.writers} writer {kind}, {args.seconds:g} s: {count} releases "
           f"({releases} recorded), {count / args.seconds:.1f} releases/s; release latency "
           f"{summary(whole for whole, _ in pairs)}; charge latency "
-          f"{summary(charge for _, charge in pairs)}; load average {os.getloadavg()[0]:.1f}")
+          f"{summary(charge for _, charge in pairs)}"
+          + ("" if args.processes else f"; CPU {cpu / max(count, 1) * 1e3:.2f} ms per release")
+          + f"; load average {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -176,3 +176,16 @@ def test_monotone_in_epsilon_and_count(num_dp, num_br, epsilon, delta, interacti
     assert value(num_dp, num_br, epsilon * 1.2) >= base * (1 - 1e-9)
     assert value(num_dp + 1, num_br, epsilon) >= base * (1 - 1e-9)
     assert value(num_dp, num_br + 1, epsilon) >= base * (1 - 1e-9)
+
+
+def test_profile_counts_by_type_equal_isinstance_counts():
+    from privloss.accounting.profile import Profile
+    from privloss.events import ApproxDP, BoundedRange, PureDP
+
+    atoms = ((PureDP(0.1), 3), (BoundedRange(0.2), 2), (ApproxDP(0.3, 1e-6), 4), (PureDP(0.5), 1))
+    profile = Profile(atoms)
+    for kinds in [(PureDP,), (BoundedRange,), (ApproxDP,), (PureDP, BoundedRange),
+                  (PureDP, BoundedRange, ApproxDP)]:
+        assert profile.count(*kinds) == sum(n for event, n in profile.generic_atoms
+                                            if isinstance(event, kinds))
+    assert profile.size == 10

@@ -7,7 +7,6 @@ epsilon(delta) by 200 bisection steps on that exact profile (bracket
 """
 
 import math
-import time
 
 import pytest
 
@@ -46,19 +45,15 @@ def _mp_epsilon(mu, delta):
 EXACT_1000 = 649.38508947148136470171435576159560740357488838609
 
 
-def test_issue_value_1000_gaussians_is_exact_and_fast():
-    start = time.perf_counter()
+def test_issue_value_1000_gaussians_is_exact():
+    # timings: benchmarks/accounting.py (gaussian task), not tests
     result = compose([Gaussian(1.0, count=1000)], target_delta=1e-6)
-    elapsed = time.perf_counter() - start
     assert result.bound == "gaussian-dp"
     assert EXACT_1000 <= result.epsilon <= EXACT_1000 * (1 + 1e-12)
-    assert elapsed < 0.5          # milliseconds in practice; generous for a loaded machine
 
 
-def test_a_million_gaussians_in_milliseconds():
-    start = time.perf_counter()
+def test_a_million_gaussians_are_exact():
     result = compose([Gaussian(3.0, sensitivity=2.0, count=10**6)], target_delta=1e-6)
-    assert time.perf_counter() - start < 0.5
     mu = 1000.0 * 2.0 / 3.0
     exact = float(_mp_epsilon(mu, 1e-6))
     assert exact <= result.epsilon <= exact * (1 + 1e-12)

@@ -129,3 +129,12 @@ def test_plan_at_a_given_epsilon_equals_the_dry_run():
     planned = plan_accuracy("aggregate", epsilon=0.5, curve=False, **query)
     assert planned.half_widths == _widths(make_query(epsilon=0.5, **query))
     assert planned.curve == ()
+
+
+def test_a_plan_round_trips_through_json_and_draws():
+    from privloss.api.accuracy_plan import AccuracyPlan
+
+    planned = plan_accuracy("histogram", target_half_width=25, delta=1e-6, l0=5)
+    again = AccuracyPlan.from_dict(json.loads(json.dumps(planned.to_dict())))
+    assert again == planned
+    assert accuracy_figure(again).startswith(PNG)

@@ -52,3 +52,12 @@ def test_an_explicit_split_is_used_as_given():
     # the weights are proportional to the split: distinct gets 1/1000 of count's strength
     assert float(strengths["distinct"] / strengths["rows"]) == pytest.approx(0.001, rel=1e-4)
     assert query.plan.shares["distinct"] < 1 / 16
+
+
+def test_topk_dry_run_shows_its_split():
+    from privloss.api.planning import plan
+
+    planned = plan("topk", epsilon=0.5, delta=1e-6, l0=5, k=10, d_bar=50)
+    split = planned.to_dict()["split"]
+    assert len(split) == 2 and sum(entry["share"] for entry in split) == pytest.approx(1)
+    assert "  split      " in str(planned)

@@ -70,6 +70,9 @@ def test_sql_rollup_is_the_same_release(one_row_per_customer):
                              by=["Country", "Cat"], aggregations=["count"], epsilon=100.0,
                              keys=keys, consistent=True, seed=5)
     assert via_sql.rows == direct.rows and via_sql.events == direct.events
+    frame = direct.to_pandas()
+    assert list(frame.columns[:3]) == ["by0", "by1", "level"] and len(frame) == len(truth)
+    assert frame["by0"].isna().sum() == 1 and direct.to_arrow().num_rows == len(truth)
 
 
 def test_private_selection_keeps_the_large_groups_and_adds_up(one_row_per_customer):

@@ -255,3 +255,16 @@ def test_property_chain_is_an_upper_bound_and_exact(num_dp, num_br, log_epsilon,
     else:
         value = optimal_br.theorem3_delta(num_dp, num_br, epsilon, epsilon_g)
         assert value == pytest.approx(exact, rel=1e-12, abs=1e-300)
+
+
+@settings(max_examples=12, deadline=None)
+@given(num_dp=st.integers(0, 400), num_br=st.integers(65, 700), log_epsilon=st.floats(-3.0, 0.5),
+       log_target=st.floats(-12.0, -1.0))
+def test_property_steered_inversion_matches_reference(num_dp, num_br, log_epsilon, log_target):
+    # the steered inversion (a few candidates, Newton, one certified end point) gives
+    # the reference's epsilon (every candidate certified at every step) to 2e-12
+    epsilon, target = 10.0 ** log_epsilon, 10.0 ** log_target
+    new = optimal_br.theorem3_epsilon(num_dp, num_br, epsilon, target)
+    old = reference.theorem3_epsilon(num_dp, num_br, epsilon, target)
+    assert new == pytest.approx(old, rel=2e-12, abs=2e-12)
+    assert optimal_br.theorem3_delta(num_dp, num_br, epsilon, new) <= target

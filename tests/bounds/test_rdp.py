@@ -155,3 +155,36 @@ def test_rdp_delta_near_the_largest_loss(dp, br, below):
     value = rdp_delta(epsilon_g, dp_epsilons=dp, br_epsilons=br)
     assert value >= truth * (1 - 1e-9)        # the numerical minimum over orders may be
     assert value <= truth * (1 + 1e-6)        # a hair off; the evaluation itself is exact
+
+
+def test_many_distinct_epsilons_locate_the_order_on_a_coarser_curve(monkeypatch):
+    # beyond _LOCATE_MIN_DISTINCT distinct epsilons the order is found on the curve
+    # with epsilons rounded up to 10 bits, and the exact curve is evaluated there:
+    # a valid bound (any order is), equal to the full search up to its flat minimum
+    import numpy as np
+
+    from privloss.bounds import rdp
+
+    eps = np.random.default_rng(0).uniform(0.01, 0.5, 5000)
+    br = np.random.default_rng(1).uniform(0.01, 0.5, 3000)
+    fast = (rdp.rdp_epsilon(1e-6, dp_epsilons=eps, br_epsilons=br),
+            rdp.rdp_delta(40.0, dp_epsilons=eps, br_epsilons=br))
+    monkeypatch.setattr(rdp, "_LOCATE_MIN_DISTINCT", 10 ** 9)
+    full = (rdp.rdp_epsilon(1e-6, dp_epsilons=eps, br_epsilons=br),
+            rdp.rdp_delta(40.0, dp_epsilons=eps, br_epsilons=br))
+    assert fast[0] == pytest.approx(full[0], rel=1e-7)
+    assert fast[1] == pytest.approx(full[1], rel=1e-5)
+
+
+def test_rounding_for_the_order_search_goes_up():
+    import numpy as np
+
+    from privloss.bounds import rdp
+
+    values = np.random.default_rng(2).uniform(1e-6, 10.0, 1000)
+    up, counts = rdp._rounded_up(np.sort(values), np.ones(1000))
+    assert counts.sum() == 1000
+    assert up.size < 1000
+    # every value has a rounded value >= it within 2^-9 relative
+    index = np.searchsorted(up, values)
+    assert np.all(up[index] >= values) and np.all(up[index] <= values * (1 + 2.0 ** -9))

@@ -457,7 +457,8 @@ def test_process_neighbour_identical_but_noise(observe, path, kind):
 
 
 MALFORMED_PATHS = ("lib-histogram-domain", "cli-topk-json-ledger", "cli-histogram-text",
-                   "cli-aggregate-json-ledger", "cli-sql", "process-histogram")
+                   "cli-aggregate-json-ledger", "cli-sql", "process-histogram",
+                   "cli-sql-public-join", "cli-sql-private-join")
 
 
 def _malformed_param(path: str):
@@ -655,7 +656,7 @@ def test_the_service_refuses_to_start_on_a_malformed_file(tmp_path, where, bad):
                      if "\xff" not in bad else "".join(lines).replace("\xff", "").encode()
                      .replace(b"u9,\n", b"u9,\xff\n"))
     config_path = tmp_path / "service.toml"
-    config_path.write_text(config.format(data=data.name))
+    config_path.write_text(SERVICE_CONFIG.format(data=data.name))
     with pytest.raises(StartupError, match=r"^dataset 'd': "):
         create_app(load_config(config_path))
 

@@ -267,3 +267,41 @@ def test_duckdb_equals_spark_for_joins():
         spark = sorted((g["group"], g["distinct"], g["rows"])
                        for g in run(plan, "spark").groups)
         assert duck == spark
+
+
+def test_plan_checks_its_joins():
+    public = PublicJoin("p", "p.csv", "inner", ("k",), ("k",), (("r", "r"),))
+    private = PrivateJoin("o2", "o.csv", "left", ("uid",), ("uid",), (("g", "g2"),))
+    common = dict(source="o.csv", privacy_unit="uid", by=("r",), bounding=Bounding(1, 1),
+                  seed=0)
+    with pytest.raises(ValueError, match="needs join_truncation"):
+        QueryPlan(**common, joins=(private,))
+    with pytest.raises(ValueError, match="private tables only"):
+        QueryPlan(**common, joins=(public,), join_truncation=2)
+    with pytest.raises(ValueError, match="join_truncation"):
+        QueryPlan(**common, joins=(public, private), join_truncation=0)
+    with pytest.raises(ValueError, match="privacy unit"):
+        QueryPlan(**common, joins=(PublicJoin("p", "p.csv", "inner", ("k",), ("k",),
+                                              (("u", "uid"),)),))
+    with pytest.raises(ValueError, match="join kind"):
+        PublicJoin("p", "p.csv", "full", ("k",), ("k",))
+    with pytest.raises(ValueError, match="as many left keys"):
+        PublicJoin("p", "p.csv", "inner", ("k", "j"), ("k",))
+    plan = QueryPlan(**common, joins=(public, private), join_truncation=2)
+    assert plan.base_columns == ("uid", "k")     # r and g2 come from the joins
+
+
+def test_a_join_reads_only_declared_files(tmp_path):
+    """The private connection reads exactly the plan's files: a public table is
+    opened through the plan, never through a path in the query text."""
+    orders = tmp_path / "o.csv"
+    orders.write_text("uid,k\n1,a\n2,b\n")
+    lookup = tmp_path / "p.csv"
+    lookup.write_text("k,r\na,x\nb,y\n")
+    release = privloss.sql("SELECT r, COUNT(*) FROM o JOIN p USING (k) GROUP BY r",
+                           tables={"o": str(orders)}, public_tables={"p": str(lookup)},
+                           privacy_unit="uid", epsilon=100, keys=[("x",), ("y",)], seed=0)
+    assert sorted(row["group"][0] for row in release.rows) == ["x", "y"]
+    with pytest.raises(UnsupportedSql, match="not declared"):
+        privloss.sql(f"SELECT r, COUNT(*) FROM o JOIN '{lookup}' q USING (k) GROUP BY r",
+                     tables={"o": str(orders)}, privacy_unit="uid", epsilon=1, keys=[("x",)])

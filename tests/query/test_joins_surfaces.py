@@ -83,3 +83,28 @@ def test_python_dry_run_lists_the_joins():
                              epsilon=1.0, keys=[("N",)], joins=(join,))
     assert planned["joins"][0]["table"] == "p"
     assert "cost is unchanged" in planned["joins"][0]["stability"]
+
+
+def test_a_changed_public_table_is_a_new_release(files):
+    """The same joined query again is the stored answer (free); after the public
+    table changes it is a new query, charged again."""
+    import privloss
+    from privloss.budget import Ledger
+
+    ledger = Ledger(str(files["orders"]) + ".ledger.sqlite", create=True)
+    ledger.create_dataset("d", epsilon=5.0, delta=1e-5)
+    query = "SELECT region, COUNT(*) FROM o JOIN p USING (k) GROUP BY region"
+
+    def release():
+        return privloss.sql(query, tables={"o": files["orders"]},
+                            public_tables={"p": files["lookup"]}, privacy_unit="uid",
+                            epsilon=1.0, keys=[("N",), ("S",)], ledger=ledger, dataset="d",
+                            seed=4)
+
+    first = release()
+    again = release()
+    assert again.cached and again.rows == first.rows
+    with open(files["lookup"], "a", encoding="utf-8") as handle:
+        handle.write("e,N\n")
+    assert not release().cached
+    assert ledger.show("d")["releases"] == 2

@@ -95,6 +95,8 @@ def test_running_plan_then_release_charged_once_then_stored(shop):
     assert _spent(client, tokens["alice"]) == (pytest.approx(0.5), 1)
     history = client.get("/v1/datasets/shop/history", headers=alice).json()["releases"]
     assert [row["query"]["command"] for row in history] == ["running"]
+    assert history[0]["query"]["period"] == "week" and history[0]["query"]["periods"] == 13
+    assert "data" not in history[0]["query"]
 
 
 def test_running_sum_and_gaussian(shop):

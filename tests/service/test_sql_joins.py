@@ -95,3 +95,13 @@ def test_config_checks_public_tables(tmp_path):
     config = _config(tmp_path, 'public_tables = { fx = "fx.csv" }')
     assert sorted(config.datasets["shop"].public_tables) == ["fx", "regions"]
     assert COUNTRIES
+
+
+def test_a_public_column_may_be_aggregated_with_its_bounds(shop):
+    client, token = shop
+    query = ("SELECT s.country, SUM(r.population) FROM shop s JOIN regions r "
+             "ON s.country = r.country GROUP BY s.country")
+    response = client.post("/v1/datasets/shop/sql/plan", headers=bearer(token),
+                           json={**_body(query, bounds={"population": [0, 2000]}),
+                                 "keys": COUNTRIES})
+    assert response.status_code == 200, response.text

@@ -1,7 +1,7 @@
 """Plan for an accuracy: the smallest epsilon (and split) whose 95% half-width
 meets a target, or at which a group of N users is released; and the picture.
 
->>> from privloss.api.accuracy_plan import plan_accuracy       # doctest: +SKIP
+>>> from privloss.api.accuracy_plan import accuracy_figure, plan_accuracy  # doctest: +SKIP
 >>> plan = plan_accuracy("aggregate", target_half_width=50, privacy_unit="u",
 ...                      by=["country"], aggregations=["count", "count_distinct"],
 ...                      delta=1e-6, max_rows_per_group=5)
@@ -52,6 +52,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+# the picture lives beside (matplotlib is imported only when one is drawn)
+from privloss.api.accuracy_picture import accuracy_figure, save_accuracy_plot
+
 __all__ = ["AccuracyPlan", "plan_accuracy", "accuracy_figure", "save_accuracy_plot",
            "CURVE_POINTS"]
 
@@ -97,6 +100,16 @@ class AccuracyPlan:
                 "curve": {"measure": self.measure, "points": [list(p) for p in self.curve]},
                 "text": list(self.lines), "charged": False}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "AccuracyPlan":
+        """The plan of a :meth:`to_dict` object (e.g. a dry run's ``accuracy``),
+        to draw it again with :func:`accuracy_figure`."""
+        return cls(data["command"], data["goal"], data["target"], float(data["epsilon"]),
+                   dict(data["half_widths_95"]), dict(data["shares"]), data["budget_split"],
+                   tuple(tuple(point) for point in data["curve"]["points"]),
+                   data["curve"]["measure"], tuple(data["text"]),
+                   dict(data["release_epsilons"]), data["threshold_users"])
+
     def __str__(self) -> str:
         return "\n".join(["accuracy plan (nothing was read or charged):",
                           *(f"  {line}" for line in self.lines)])
@@ -132,6 +145,7 @@ class _Release(_ByEpsilon):
     def __init__(self, request):
         self.request = request
         self.command = request.command
+        # the searches stop at epsilon 100 (a release's EPSILON_RANGE has no top)
         self.range = (_release_range()[0], 100.0)
 
         self._plans = {}
@@ -529,59 +543,3 @@ def plan_accuracy(command: str = "topk", *, epsilon=None, target_half_width=None
                         _curve(subject, knob, value, 3.0 if goal == "release" else 10.0),
                         measure, tuple(lines),
                         release_epsilons, threshold)
-
-
-# ----------------------------------------------------------------------------------
-# the picture (matplotlib imported only here: the 'plot' / 'analytics' extra)
-# ----------------------------------------------------------------------------------
-
-def accuracy_figure(plan: AccuracyPlan) -> bytes:
-    """The accuracy-against-epsilon plot of ``plan`` as PNG bytes: the 95%
-    half-width (or a group's release probability) against epsilon, log axes,
-    the planned epsilon marked (and the target).  Needs matplotlib."""
-    import io
-
-    from privloss.fdp.plot import _pyplot
-
-    if not plan.curve:
-        raise ValueError("this plan has no curve (planned with curve=False)")
-    plt = _pyplot(headless=True)
-    figure, ax = plt.subplots(figsize=(6.0, 4.2))
-    try:
-        xs = [point[0] for point in plan.curve]
-        ys = [point[1] for point in plan.curve]
-        ax.plot(xs, ys, marker=".", label=plan.measure)
-        ax.set_xscale("log")
-        if plan.goal == "release":
-            ax.set_ylim(0, 1.02)
-            ax.axhline(0.5, color="grey", linestyle=":", linewidth=1)
-            ax.axhline(0.95, color="grey", linestyle=":", linewidth=1)
-            ax.set_ylabel(f"P[group of {int(plan.target):,} users released]")
-        else:
-            if all(y > 0 for y in ys):
-                ax.set_yscale("log")
-            ax.set_ylabel("95% half-width (largest measurement)")
-            if plan.target is not None:
-                ax.axhline(plan.target, color="grey", linestyle=":", linewidth=1,
-                           label=f"target {plan.target:g}")
-        ax.axvline(plan.epsilon, color="tab:red", linestyle="--", linewidth=1,
-                   label=f"planned epsilon {plan.epsilon:.3g}")
-        ax.set_xlabel("epsilon")
-        ax.set_title(f"privloss {plan.command}: accuracy against epsilon")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(loc="best", fontsize="small")
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-        return buffer.getvalue()
-    finally:
-        plt.close(figure)
-
-
-def save_accuracy_plot(plan: AccuracyPlan, path) -> None:
-    """Write :func:`accuracy_figure` to ``path`` (a .png file)."""
-    from pathlib import Path
-
-    path = Path(path)
-    if path.suffix.lower() != ".png":
-        raise ValueError(f"plot must be a .png file, got {str(path)!r}")
-    path.write_bytes(accuracy_figure(plan))

@@ -143,6 +143,7 @@ class ReleasePlan:
                 "steps": [describe_event(event) for event in self.events],
                 "guarantee": self.guarantee, "noise": self.noise,
                 "threshold": self.threshold, "ledger": self.ledger, "notes": list(self.notes),
+                "split": step_split(self.events),
                 **({} if self.accuracy is None else {"accuracy": self.accuracy.to_dict()})}
 
     def __str__(self) -> str:
@@ -153,6 +154,11 @@ class ReleasePlan:
                  f"  guarantee  epsilon = {self.guarantee['epsilon']:.10g} at delta = "
                  f"{self.guarantee['delta']:g} (bound: {self.guarantee['bound']})"]
         lines += [f"  step       {describe_event(event)}" for event in self.events]
+        split = step_split(self.events)
+        if len(split) > 1:
+            lines.append("  split      " + "; ".join(
+                f"{entry['step'].split(',')[0]}: epsilon {entry['epsilon_alone']:.4g} alone "
+                f"({100 * entry['share']:.1f}%)" for entry in split))
         if self.noise:
             scale = next((f"{name} {self.noise[name]:.6g}" for name in
                           ("scale", "sigma_squared", "sigma") if name in self.noise), "")
@@ -178,6 +184,30 @@ class ReleasePlan:
         if self.accuracy is not None:
             lines.append(str(self.accuracy))
         return "\n".join(lines)
+
+
+def step_split(events) -> list:
+    """How a release's epsilon is split over its steps: each step's epsilon
+    alone (pure-DP composition of that step, delta 0) and its share of their
+    sum; empty when a step has no finite pure-DP epsilon (Gaussian noise: its
+    cost is a rho) or when no step spends epsilon (a threshold's delta alone)."""
+    from privloss.accounting import compose
+    from privloss.events import ApproxDP
+
+    # a threshold's failure probability spends delta only: not part of the split
+    events = [event for event in events if not (isinstance(event, ApproxDP)
+                                                and event.epsilon == 0)]
+    alone = []
+    for event in events:
+        epsilon = compose((event,), target_delta=0.0, interaction="adaptive").epsilon
+        if not math.isfinite(epsilon):
+            return []
+        alone.append(epsilon)
+    total = sum(alone)
+    if total <= 0:
+        return []
+    return [{"step": describe_event(event), "epsilon_alone": epsilon, "share": epsilon / total}
+            for event, epsilon in zip(events, alone)]
 
 
 def bounding_note(request: ReleaseRequest) -> str:

@@ -197,10 +197,29 @@ class RollupRelease:
                 "parameters": self.parameters, "events": [repr(e) for e in self.events],
                 "spent": self.spent, "guarantee": self.guarantee, "cached": self.cached}
 
+    def columns_of(self) -> dict:
+        """The rows as columns: ``by0..`` (None where rolled up), ``level``, then
+        each output column and its 95% interval (``<name>_ci95_low`` / ``_high``)."""
+        width = len(self.parameters.get("by", ()))
+        out = {f"by{i}": [row["group"][i] for row in self.rows] for i in range(width)}
+        out["level"] = [row["level"] for row in self.rows]
+        for name in self.columns:
+            out[name] = [row["values"][name] for row in self.rows]
+            out[f"{name}_ci95_low"] = [row["ci95"][name][0] for row in self.rows]
+            out[f"{name}_ci95_high"] = [row["ci95"][name][1] for row in self.rows]
+        return out
+
     def to_pandas(self):
         import pandas as pd
-        return pd.DataFrame([{**{f"by{i}": v for i, v in enumerate(row["group"])},
-                              "level": row["level"], **row["values"]} for row in self.rows])
+        return pd.DataFrame(self.columns_of())
+
+    def to_arrow(self):
+        import pyarrow as pa
+        return pa.table(self.columns_of())
+
+    def to_polars(self):
+        import polars as pl
+        return pl.DataFrame(self.columns_of())
 
 
 def plan_rollup(*, ledger=None, dataset=None, **parameters) -> dict:

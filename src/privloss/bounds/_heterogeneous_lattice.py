@@ -284,9 +284,12 @@ def _reduced_multiples(fractions: list[Fraction]) -> np.ndarray | None:
 def _decimal_multiples(values: np.ndarray) -> np.ndarray | None:
     """Multiples from the shortest decimal forms (``repr``), if all have denominators
     <= 10^6, e.g. 0.1, 0.25, 0.35 -> 2, 5, 7 (step 0.05)."""
-    fractions = [Fraction(repr(float(v))) for v in values]
-    if any(f.denominator > 10 ** 6 for f in fractions):
-        return None
+    fractions = []
+    for value in values.tolist():
+        fraction = Fraction(repr(value))
+        if fraction.denominator > 10 ** 6:
+            return None                    # stop at the first long one (10^5 values)
+        fractions.append(fraction)
     return _reduced_multiples(fractions)
 
 

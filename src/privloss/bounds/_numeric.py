@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from fractions import Fraction
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -119,6 +120,20 @@ def exact_sum(values) -> float:
     if values.size > 64 and math.isfinite(first) and bool(np.all(values == first)):
         return float(first) * values.size
     return math.fsum(values.ravel())
+
+
+def exact_rational_sum(values, counts) -> Fraction:
+    """The exact real sum of counts[i] * values[i] (finite floats, integer counts):
+    floats are integers over powers of two, so the largest denominator is common to
+    all and the sum is one integer sum (fast for 10^5 distinct values, unlike a sum
+    of Fractions)."""
+    ratios = [float(value).as_integer_ratio() for value in np.asarray(values, dtype=float).tolist()]
+    if not ratios:
+        return Fraction(0)
+    common = max(denominator for _, denominator in ratios)
+    total = sum(int(count) * numerator * (common // denominator)
+                for (numerator, denominator), count in zip(ratios, np.asarray(counts).tolist()))
+    return Fraction(total, common)
 
 
 def round_up(value: float, *, relative: float = RELATIVE_SLACK) -> float:

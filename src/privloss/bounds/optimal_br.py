@@ -375,8 +375,9 @@ def theorem2_epsilon(k: int, epsilon: float, target_delta: float) -> float:
         ``target_delta`` = 0 gives k * epsilon (rounded up), ``target_delta`` >= 1 gives 0.
     Runtime:
         About six steered evaluations (a few candidates each) and one certified
-        profile evaluation: ~0.25 s at k = 1e5 (CPU, benchmarks/accounting.py;
-        3.2 s with ten certified evaluations, 56 s evaluating every candidate).
+        profile evaluation: 0.32 s at k = 1e5 (CPU in a fresh process, load 11 on
+        2 cores, benchmarks/accounting.py; 3.2 s with ten certified evaluations,
+        56 s evaluating every candidate).
     """
     k = check_count("k", k)
     eps = check_nonnegative("epsilon", epsilon)
@@ -438,8 +439,9 @@ def theorem3_epsilon(num_dp: int, num_br: int, epsilon: float, target_delta: flo
         (num_dp + num_br) * epsilon (rounded up), ``target_delta`` >= 1 gives 0.
     Runtime:
         About six steered evaluations and one certified profile evaluation:
-        ~0.3 s at k = 1e5 (num_dp = num_br, CPU, benchmarks/accounting.py; 2.8 s
-        with ten certified evaluations, 49 s evaluating every candidate).
+        0.41 s at k = 1e5 (num_dp = num_br, eps 0.1; CPU in a fresh process, load
+        11 on 2 cores, benchmarks/accounting.py; 2.8 s with ten certified
+        evaluations, 49 s evaluating every candidate).
     """
     d, n = _validated_counts(num_dp, num_br)
     eps = check_nonnegative("epsilon", epsilon)

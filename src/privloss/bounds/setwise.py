@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from privloss.bounds._numeric import (check_epsilon_list, check_nonnegative, check_probability,
-                                      round_up, safe_delta)
+from privloss.bounds._numeric import (certify_epsilon, check_epsilon_list, check_nonnegative,
+                                      check_probability, round_up, safe_delta)
 
 
 def mean_loss_dp(epsilon):
@@ -80,7 +80,18 @@ def setwise_epsilon(target_delta: float, *, dp_epsilons=(), br_epsilons=(), cdp=
         return 0.0
     if target == 0:
         return math.inf
-    return round_up(mean + math.sqrt(2.0 * -math.log(target) * variance))
+    closed_form = round_up(mean + math.sqrt(2.0 * -math.log(target) * variance))
+    # both directions are rounded up independently; nudge so that setwise_delta
+    # confirms the result (one evaluation unless the two roundings disagree)
+    return certify_epsilon(lambda e: _delta_from(e, mean, variance), target, closed_form)
+
+
+def _delta_from(eg: float, mean: float, variance: float) -> float:
+    if eg <= mean:
+        return 1.0 if (eg < mean or variance > 0) else 0.0
+    if variance == 0 or math.isinf(eg):
+        return 0.0
+    return safe_delta(math.exp(-((eg - mean) ** 2) / (2.0 * variance)))
 
 
 def setwise_delta(epsilon_g: float, *, dp_epsilons=(), br_epsilons=(), cdp=(), zcdp=()) -> float:
@@ -91,11 +102,7 @@ def setwise_delta(epsilon_g: float, *, dp_epsilons=(), br_epsilons=(), cdp=(), z
     """
     eg = check_nonnegative("epsilon_g", epsilon_g, allow_inf=True)
     mean, variance = _mean_and_variance(dp_epsilons, br_epsilons, cdp, zcdp)
-    if eg <= mean:
-        return 1.0 if (eg < mean or variance > 0) else 0.0
-    if variance == 0 or math.isinf(eg):
-        return 0.0
-    return safe_delta(math.exp(-((eg - mean) ** 2) / (2.0 * variance)))
+    return _delta_from(eg, mean, variance)
 
 
 def ddr_adaptive_br_epsilon(epsilons, target_delta: float) -> float:

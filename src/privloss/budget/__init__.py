@@ -66,10 +66,17 @@ section 3, for preregistered set-wise plans.
 
 Runtime
 -------
-A release costs one accountant evaluation under the lock (fully-adaptive:
-sums over stored guarantees, parsed once per process; plan models: the
-accountant over every recorded event) plus two short write transactions with
-an fsync each. ``compute`` runs outside any lock.
+A release costs one budget check under the lock (fully-adaptive: O(1)
+amortised, on the dataset's running table of its verified history,
+:mod:`._running`, the same verdict as the full recomputation bit for bit;
+plan models: the accountant over every recorded event) plus two short write
+transactions with an fsync each. ``compute`` runs outside any lock.
+
+Release records are insert-only (schema 3): the charge inserts the release and
+its outcome is another row (``outcomes``); triggers refuse every UPDATE and
+DELETE of either, on SQLite and PostgreSQL. ``create_dataset(name,
+epsilon=None, delta=D)`` keeps no fixed budget: the spent epsilon is a privacy
+odometer's reading (``show()["odometer"]``).
 
 Public API: :class:`Ledger` (``create_dataset``, ``datasets``, ``show``,
 ``history``, ``events``, ``lookup``, ``release``, ``release_with_receipt``),

@@ -84,6 +84,8 @@ class Verified:
         self.guarantees: list[str] = []
         self.plan_items: list = []
         self.analysts: list = []
+        #: the dataset's row as last verified against its digest (immutable fields)
+        self.dataset: tuple | None = None
 
     @property
     def count(self) -> int:
@@ -96,18 +98,27 @@ _RELEASE_COLUMNS = ("r.id, r.dataset, r.query_key, r.events, r.guarantee, r.plan
                     "coalesce(o.status, 'pending'), o.result, r.chain, o.seal")
 
 
+#: a dataset's row as :func:`verify` reads it, and (last) its releases' count
+DATASET_ROW = ("SELECT name, budget_epsilon, budget_delta, interaction, policy, plan, note, "
+               "created, digest, head, recorded, (SELECT count(*) FROM releases WHERE "
+               "dataset = ?) FROM datasets WHERE name = ?")
+
+
 def verify(conn, path: str, name: str, state: Verified | None = None, *,
-           present: int | None = None, unindexed: bool = False) -> Verified:
+           present: int | None = None, unindexed: bool = False, row=None) -> Verified:
     """Verify dataset ``name`` (from ``state``'s verified prefix, or from the
     start); return the new state or raise :class:`LedgerIntegrityError`.
     ``present``: the dataset's row count, if the caller counted it in the same
-    snapshot (saves a query). ``unindexed``: read every column from the tables
+    snapshot (saves a query); ``row``: the dataset's row, if the caller read it in
+    the same snapshot (:data:`DATASET_ROW` without the count). ``unindexed``:
+    read every column from the tables
     themselves (SQLite ``NOT INDEXED``), never from an index holding a copy of
     it, so damage to a table is not hidden by an intact index (``ledger verify``)."""
     hint = " NOT INDEXED" if unindexed else ""
-    row = conn.execute(f"SELECT name, budget_epsilon, budget_delta, interaction, policy, plan, "
-                       f"note, created, digest, head, recorded FROM datasets{hint} "
-                       f"WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        row = conn.execute(f"SELECT name, budget_epsilon, budget_delta, interaction, policy, "
+                           f"plan, note, created, digest, head, recorded FROM datasets{hint} "
+                           f"WHERE name = ?", (name,)).fetchone()
     if row is None:
         raise LedgerIntegrityError(f"ledger {path}: dataset {name!r} vanished")
     *fields, digest, head, recorded = row
@@ -163,6 +174,7 @@ def verify(conn, path: str, name: str, state: Verified | None = None, *,
             f"release(s) but {present} are present (releases deleted or added; the chain "
             f"was verified to release #{last_id}); refusing to use it")
     state.chain, state.last_id = previous, last_id
+    state.dataset = tuple(fields)
     state.events.extend(events)
     state.guarantees.extend(guarantees)
     state.plan_items.extend(plan_items)

@@ -23,7 +23,8 @@ from ._accounting import Dataset, Spending, is_odometer, odometer_policy, spendi
 from ._audit import AnchoredLedger
 from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, LedgerPlanError,
                       UnknownDatasetError)
-from ._integrity import Verified, check_seal, dataset_digest, verify
+from ._integrity import (DATASET_ROW, LedgerIntegrityError, Verified, check_seal,
+                         dataset_digest, verify)
 from ._migrate import upgrade_version_1, upgrade_version_2
 from ._postgres import PostgresStore, is_postgres_url
 from ._protocol import ReleaseProtocol
@@ -131,16 +132,19 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
     def _verify_now(self, conn, name: str) -> Verified:
         with self._lock:
             cached = self._verified.get(name)
-            present = None
+            present = row = None
             if cached is not None:
-                present = conn.execute("SELECT count(*) FROM releases WHERE dataset = ?",
-                                       (name,)).fetchone()[0]
+                # the dataset's row and its releases' count in one statement
+                row = conn.execute(DATASET_ROW, (name, name)).fetchone()
+                if row is None:
+                    raise LedgerIntegrityError(f"ledger {self.path}: dataset {name!r} vanished")
+                row, present = row[:-1], row[-1]
                 if present < cached.count:
                     # this connection reads an older snapshot than one another thread
                     # verified (releases are append-only, so it is a prefix): verify
                     # this snapshot on its own; the cache stays the newest
-                    return verify(conn, self.path, name, None, present=present)
-            state = verify(conn, self.path, name, cached, present=present)
+                    return verify(conn, self.path, name, None, present=present, row=row)
+            state = verify(conn, self.path, name, cached, present=present, row=row)
             self._verified[name] = state
             # any count seen committed bounds every later one (the charging check)
             self._floor[name] = max(self._floor.get(name, 0), state.count)
@@ -151,11 +155,19 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
         """A read-only transaction: one snapshot of the ledger, so a dataset
         verified once inside it is not verified again (nothing can change it)."""
         with self._file.transaction(conn, write=False):
-            self._snapshot_state.verified = {}
-            try:
+            with self._verified_once():
                 yield
-            finally:
-                self._snapshot_state.verified = None
+
+    @contextlib.contextmanager
+    def _verified_once(self):
+        """Within: a dataset verified once is not verified again (the caller's
+        connection sees no change meanwhile: one snapshot, or one charge under
+        the write lock)."""
+        self._snapshot_state.verified = {}
+        try:
+            yield
+        finally:
+            self._snapshot_state.verified = None
 
     def connection_ready(self) -> bool:
         """Whether an operation now needs no new connection to a database server
@@ -205,11 +217,11 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
     def _parsed_guarantees(self, name: str, state: Verified) -> list:
         """The process's list of the dataset's parsed verified guarantees (call with
         ``self._lock`` held); ``state``'s history is a prefix of it."""
-        from privloss.accounting.fully_adaptive import ReleaseGuarantee
         parsed = self._parsed.setdefault(name, [])
         try:
-            parsed.extend(ReleaseGuarantee.from_dict(json.loads(text))
-                          for text in state.guarantees[len(parsed):])
+            # one object per distinct stored text (immutable): a candidate's, once
+            # charged, is the same object its history then holds
+            parsed.extend(_guarantee_of_json(text) for text in state.guarantees[len(parsed):])
         except (ValueError, TypeError, KeyError) as error:
             raise LedgerError(f"ledger {self.path} holds a release guarantee that cannot "
                               f"be read ({error}); refusing to account with it") from error

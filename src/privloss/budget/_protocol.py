@@ -20,7 +20,7 @@ from ._common import (Receipt, _check_analyst, _check_events, _guarantee_text, _
                       check_dataset_name)
 from ._errors import LedgerBudgetError, LedgerError
 from ._group import group_for
-from ._integrity import release_chain, release_seal
+from ._integrity import check_seal, release_chain, release_seal
 
 __all__ = ["ReleaseProtocol"]
 
@@ -126,14 +126,18 @@ class ReleaseProtocol:
         def charge(conn):
             """Check and charge under the write lock (run by the group's leader, in
             queue order, possibly after other threads' charges in this transaction)."""
+            with self._verified_once():         # nothing changes until our insert
+                return check_and_insert(conn)
+
+        def check_and_insert(conn):
             self._stage("begun")
-            dataset = self._dataset(conn, name)
             verified = self._verify(conn, name)
+            # the row verify() just read and checked against its digest (one read)
+            dataset = Dataset(*verified.dataset)
             self._check_not_behind(name, verified.count)
-            stored = self._stored(conn, name, key)
+            stored, pending = self._answers_of(conn, name, key, owner)
             if stored:            # an identical query was answered meanwhile
                 return "stored", stored
-            pending = self._pending_owner(conn, name, key, owner)
             if pending is not None:
                 return "pending", pending
             plan_item = self._match_plan(conn, dataset, query_key, events_text)
@@ -202,16 +206,23 @@ class ReleaseProtocol:
                               f"charging transaction; nothing was recorded")
         return release_id, recorded + 1, chain
 
-    @staticmethod
-    def _pending_owner(conn, name: str, key: str, me: str) -> str | None:
-        """Owner of a live pending identical release (None: none to wait for);
+    def _answers_of(self, conn, name: str, key: str, me: str) -> tuple:
+        """(the stored answer of an identical query as ``_stored`` gives it, or None;
+        the owner of a live pending identical release, or None), in one query;
         ``me``: the asking thread's owner string."""
-        for (owner,) in conn.execute("SELECT r.owner FROM releases r LEFT JOIN outcomes o ON "
-                                     "o.release_id = r.id WHERE r.dataset = ? AND "
-                                     "r.query_key = ? AND o.release_id IS NULL", (name, key)):
-            if not _abandoned(owner, me):
-                return owner
-        return None
+        stored = pending = None
+        for (release_id, status, result, spent, bound, time, plan_item, chain, seal,
+             owner) in conn.execute(
+                "SELECT r.id, o.status, o.result, r.spent_epsilon, r.bound, r.time, "
+                "r.plan_item, r.chain, o.seal, r.owner FROM releases r LEFT JOIN outcomes o "
+                "ON o.release_id = r.id WHERE r.dataset = ? AND r.query_key = ? ORDER BY r.id",
+                (name, key)).fetchall():
+            if status == "done" and stored is None:
+                check_seal(self.path, name, release_id, chain, "done", result, seal)
+                stored = (release_id, result, spent, bound, time, plan_item)
+            elif status is None and pending is None and not _abandoned(owner, me):
+                pending = owner
+        return stored, pending
 
     def _finish(self, release_id: int, chain: str, status: str,
                 result_text: str | None) -> None:

@@ -34,6 +34,7 @@ O(30) integer additions per release added; O(1) per aggregate read.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from privloss.accounting.fully_adaptive.filters import Table
@@ -67,10 +68,15 @@ def _upper(total: int) -> float:
     return value
 
 
-def _values(guarantee) -> tuple:
+@functools.lru_cache(maxsize=1024)
+def _contribution(guarantee) -> tuple:
+    """What one guarantee adds: (column index, is infinite, scaled value) of each
+    positive value (guarantees are immutable and hashable: computed once)."""
     mu = guarantee.gdp_mu
-    return (guarantee.epsilon, guarantee.delta, guarantee.rho, guarantee.xi, mu, mu * mu,
-            *guarantee.renyi)
+    values = (guarantee.epsilon, guarantee.delta, guarantee.rho, guarantee.xi, mu, mu * mu,
+              *guarantee.renyi)
+    return tuple((index, value == math.inf, 0 if value == math.inf else _scaled(value))
+                 for index, value in enumerate(values) if value > 0)
 
 
 class RunningTable(Table):
@@ -97,13 +103,12 @@ class RunningTable(Table):
 
     def _add(self, guarantee) -> None:
         sums, infinite, positive = self._sums, self._infinite, self._positive
-        for index, value in enumerate(_values(guarantee)):
-            if value > 0:
-                positive[index] += 1
-                if value == math.inf:
-                    infinite[index] += 1
-                else:
-                    sums[index] += _scaled(value)
+        for index, is_infinite, scaled in _contribution(guarantee):
+            positive[index] += 1
+            if is_infinite:
+                infinite[index] += 1
+            else:
+                sums[index] += scaled
 
     def _copy(self, count: int, extra: tuple) -> "RunningTable":
         return RunningTable(self._list, _state=(count, extra, self._sums, self._infinite,

@@ -3,19 +3,40 @@ ROLLUP(...)``: the dry run or the release of :func:`privloss.rollup`."""
 
 from __future__ import annotations
 
+import contextlib
+
 from privloss.cli._common import CommandError, print_json
 
 #: how a rolled-up column and an other node print in the text table
 ALL, OTHER = "(all)", "(other)"
+#: library parameter names -> this command's flags, at the start of an error line
+_FLAGS = {"max_groups": "--max-groups", "max_rows_per_group": "--max-rows-per-group",
+          "keys": "--keys", "by": "--by", "noise": "--noise"}
+
+
+@contextlib.contextmanager
+def _errors():
+    """The ledger's error mapping (exit 2 / 3), naming this command's flags."""
+    from privloss.cli.ledger import ledger_errors
+
+    try:
+        with ledger_errors():
+            yield
+    except CommandError as error:
+        message = str(error)
+        for name, flag in _FLAGS.items():
+            if message.startswith(name + " "):
+                message = flag + message[len(name):]
+        raise CommandError(message, error.exit_code) from error.__cause__
 
 
 def run_rollup(args, data, by, aggregations, where=None) -> int:
     from privloss.api.rollup import plan_rollup, rollup
-    from privloss.cli.ledger import ledger_errors, open_ledger_from_args
+    from privloss.cli.ledger import open_ledger_from_args
     from privloss.query.errors import ComputationFailed
     from privloss.query.keys import read_keys_file
 
-    with ledger_errors():
+    with _errors():
         if args.epsilon == "max":
             raise CommandError("--epsilon max is not available for a rollup: give a number")
         keys = None if args.keys is None else read_keys_file(args.keys, tuple(by))
@@ -34,7 +55,7 @@ def run_rollup(args, data, by, aggregations, where=None) -> int:
                 _print_plan(planned)
             return 0
     try:
-        with ledger_errors():
+        with _errors():
             release = rollup(data, ledger=ledger, dataset=args.dataset if ledger else None,
                              seed=args.seed, consistent=args.consistent, engine=args.engine,
                              **parameters)

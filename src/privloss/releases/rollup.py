@@ -377,7 +377,7 @@ def release_rollup(budget: RollupBudget, leaves: list, *, keys=None, consistent:
     # levels below the deepest selected one are empty: the tree stops there
     sizes = tuple(size for size in tree.sizes if size > 0)
     if any(tree.sizes[len(sizes):]):
-        raise AssertionError("a level below an empty level holds nodes")
+        raise RuntimeError("a level below an empty level holds nodes")
     releases = {}
     for measure in budget.measures:
         plan = budget.plan(measure, tree.parents, sizes)

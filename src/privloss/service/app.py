@@ -273,7 +273,7 @@ def _opened_or_503(config):
 def create_app(config) -> FastAPI:
     """The service for a checked :class:`~privloss.service.config.ServiceConfig`.
     Creates the ledger (if missing) and its datasets (the current windows)."""
-    from privloss.service import dashboard, routes, running_route, sql_route
+    from privloss.service import accuracy_route, dashboard, routes, running_route, sql_route
     from privloss.service.queries import ensure_dataset
 
     snapshots = check_service(config)           # StartupError: nothing is served
@@ -331,6 +331,7 @@ def create_app(config) -> FastAPI:
     app.include_router(routes.router)
     app.include_router(sql_route.router)
     app.include_router(running_route.router)
+    app.include_router(accuracy_route.router)
     app.include_router(dashboard.router)
     dashboard.mount_static(app)
     return app

@@ -44,6 +44,7 @@ transactions per release; a plan is one calibration and one ledger read.
 from __future__ import annotations
 
 import collections
+import secrets
 import threading
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -278,8 +279,14 @@ def run_release(ledger, dataset, analyst, command: str, body: dict, snapshot=Non
             raise computation_failed(error, f"service {request.algorithm} release") from None
         return {**result.to_dict(), "events": [repr(event) for event in result.events]}
 
-    receipt = ledger.release_with_receipt(name, key, compute, events, analyst=analyst.name,
-                                          analyst_budget=analyst.cap(dataset))
+    from privloss.budget import LedgerBudgetError
+
+    try:
+        receipt = ledger.release_with_receipt(name, key, compute, events, analyst=analyst.name,
+                                              analyst_budget=analyst.cap(dataset))
+    except LedgerBudgetError as error:
+        raise refusal_saying_what_fits(ledger, name, dataset, analyst, command, body,
+                                       error) from None
     from privloss.serialize import event_to_json
 
     payload = dict(receipt.result)
@@ -288,6 +295,36 @@ def run_release(ledger, dataset, analyst, command: str, body: dict, snapshot=Non
     payload["budget"] = analyst_view(ledger, name, analyst.name, analyst.cap(dataset))
     payload["column"] = column
     return payload
+
+
+def refusal_saying_what_fits(ledger, name: str, dataset, analyst, command: str, body: dict,
+                             error):
+    """``error`` (a refused top-k / histogram) with first, in one phrase, the
+    largest epsilon of the same release that still fits the dataset's budget
+    and the analyst's cap ("refused: at most epsilon 0.081 fits; ...", by the
+    exact search of ``--epsilon max``).  A function of public parameters and
+    the ledger's totals only: no data is read."""
+    from privloss.api.planning import what_fits
+    from privloss.budget import LedgerBudgetError
+
+    cap = analyst.cap(dataset)
+
+    def admitted(epsilon: float) -> dict:
+        request = build_request(command, {**body, "epsilon": epsilon}, dataset,
+                                dataset.interaction)
+        key = {"dry-run": secrets.token_hex(8), "analyst": analyst.name}
+        return ledger.would_admit(name, key, request.events(), analyst=analyst.name,
+                                  analyst_budget=cap, fresh=True)
+
+    request = build_request(command, body, dataset, dataset.interaction)
+    verdict = ledger.would_admit(name, {"dry-run": secrets.token_hex(8)}, request.events(),
+                                 analyst=analyst.name, analyst_budget=cap, fresh=True)
+    fits = what_fits(ledger, name, verdict, admitted)
+    if fits is None:
+        return error
+    return LedgerBudgetError(f"{fits}; {error}", dataset=error.dataset, spent=error.spent,
+                             budget_epsilon=error.budget_epsilon,
+                             budget_delta=error.budget_delta, would_spend=error.would_spend)
 
 
 def receipt_view(receipt, dataset, name: str) -> dict:

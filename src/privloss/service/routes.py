@@ -265,7 +265,10 @@ _PUBLIC_QUERY = ("command", "algorithm", "epsilon", "delta", "k", "l0", "linf", 
                  "domain", "interaction", "item_column", "label",
                  # sql releases (privloss.service.sql_route)
                  "by", "aggregations", "max_groups", "max_rows_per_group", "noise",
-                 "consistent")
+                 "consistent",
+                 # running totals (privloss.service.running_route)
+                 "time_column", "value_column", "statistic", "period", "start", "periods",
+                 "max_periods_per_unit", "max_rows_per_period")
 
 
 def analyst_history(state, analyst, dataset) -> list:

@@ -165,14 +165,14 @@ def checked_query(dataset, body: dict):
         _refuse(f"query: parentheses nested {depth} deep; at most {MAX_NESTING} allowed",
                 "query")
     declared = set(dataset.columns)
+    public = _public_schemas(dataset, body["query"])
+    readable = declared | {c for columns in public.values() for c in columns}
     for column in body.get("bounds", {}):      # names first: nothing undeclared is echoed
-        if column not in declared:
+        if column not in readable:
             _refuse(f"column {_shown(column)!r} (in bounds) is not granted on dataset "
                     f"{dataset.name!r} (allowed: {', '.join(dataset.columns)})", "bounds",
                     status=403, outcome="forbidden-column")
     named = _columns_named(body["query"])
-    public = _public_schemas(dataset, body["query"])
-    readable = declared | {c for columns in public.values() for c in columns}
     for _, column in named:       # anywhere in the text, before its form
         if column not in readable and column != dataset.user_column:
             _refuse(f"column {_shown(column)!r} is not granted on dataset {dataset.name!r} "

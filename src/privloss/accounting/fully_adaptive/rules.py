@@ -9,6 +9,7 @@ theorem and proves that the combination is a valid filter.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -87,7 +88,7 @@ class FilterPolicy:
         object.__setattr__(self, "delta_shares", shares)
         object.__setattr__(self, "renyi_orders", tuple(sorted(set(orders))))
 
-    @property
+    @functools.cached_property          # exact rational arithmetic: once per policy
     def release_delta_cap(self) -> float:
         """The most the releases' own deltas may sum to: the largest binary64 number
         that, added exactly to the shares, stays within delta."""

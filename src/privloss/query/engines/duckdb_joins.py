@@ -38,12 +38,16 @@ from privloss.query.inputs import FileInput, FrameInput, describe_input, resolve
 __all__ = ["open_joined", "joined_inputs", "internal_joins"]
 
 
-def joined_inputs(plan, inp) -> list:
+def joined_inputs(plan, inp, spark: bool = False) -> list:
     """The resolved inputs of the source (``inp``) and of every join; each
-    must be a file or a frame (a table privloss reads itself)."""
+    must be a file or a frame (a table privloss reads itself), on Spark also
+    a Spark DataFrame or table."""
+    from privloss.query.inputs import SparkFrameInput, SparkTable
+
+    kinds = (FileInput, FrameInput) + ((SparkFrameInput, SparkTable) if spark else ())
     inputs = [inp] + [resolve_input(join.source) for join in plan.joins]
     for item, name in zip(inputs, ["the FROM table"] + [j.table for j in plan.joins]):
-        if not isinstance(item, (FileInput, FrameInput)):
+        if not isinstance(item, kinds):
             raise TypeError(f"a query with joins reads files or frames only; {name} is a "
                             f"{describe_input(item)}")
     return inputs

@@ -190,7 +190,7 @@ def _joined_frame(plan: QueryPlan, inp, snapshots: list, views: list):
                                                      joined_inputs, output_names)
 
     _, _, functions = _import_spark()
-    frames = [_frame(item, snapshots) for item in joined_inputs(plan, inp)]
+    frames = [_frame(item, snapshots) for item in joined_inputs(plan, inp, spark=True)]
     base_fields = frames[0].schema.fields
     base_internal, internal, joins, projections = internal_joins(
         plan, {f.name: _type_name(f.dataType) for f in base_fields},
