@@ -71,6 +71,8 @@ def test_topk_preview_explains_why_the_ledger_charges_more_than_epsilon(signed_i
     assert found and float(found.group(1)) == float(found.group(2))
     assert 0.1 < float(found.group(1)) <= 0.1420 + 1e-9
     assert ledger.show("views")["releases"] == 0                      # a preview is free
+    lines = _text(re.search(r'(?s)id="accuracy-lines">(.*?)</ul>', page.text).group(1))
+    assert "distinct users are almost never released" in lines, lines
     image = re.search(r'id="accuracy" src="([^"]+)"', page.text).group(1)
     png = client.get(image.replace("&amp;", "&"))
     assert png.status_code == 200 and png.headers["content-type"] == "image/png"

@@ -244,3 +244,70 @@ def test_forms_explanations_progress_and_charts(tmp_path, browser):
         assert pixels.shape[0] > 500 and pixels.shape[1] > 1000
     finally:
         server.stop()
+
+
+def test_rollup_and_running_totals_forms(tmp_path, browser):
+    """DP SQL with GROUP BY ROLLUP (subtotal rows shown as "(all)" with their
+    intervals) and the running-totals form (preview, release, the chart with
+    its band), in the browser, with screenshots checked."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from privloss.service.auth import add_analyst
+    from privloss.service.config import load_config
+    from tests.service.conftest import cheap_hasher
+    from tests.service.test_dashboard_shop import write_shop
+
+    write_shop(tmp_path)
+    token = add_analyst(load_config(tmp_path / "service.toml").tokens, "alice",
+                        hasher=cheap_hasher())
+    server = ServerProcess(tmp_path / "service.toml").start()
+    try:
+        browser.get(server.url + "/")
+        browser.find_element(By.ID, "token").send_keys(token)
+        _click_and_wait(browser, browser.find_element(By.ID, "signin"))
+        _click_and_wait(browser, browser.find_element(By.ID, "open-shop"))
+
+        browser.find_element(By.CSS_SELECTOR, "#form-sql summary").click()
+        query = browser.find_element(By.ID, "sql-query")
+        query.clear()
+        query.send_keys("SELECT country, device, COUNT(*) FROM shop "
+                        "GROUP BY ROLLUP(country, device)")
+        for element_id, value in (("sql-epsilon", "1.0"), ("sql-delta", "1e-6"),
+                                  ("sql-max-rows", "2")):
+            field = browser.find_element(By.ID, element_id)
+            field.clear()
+            field.send_keys(value)
+        browser.find_element(By.ID, "sql-consistent").click()
+        _click_and_wait(browser, browser.find_element(By.ID, "sql-preview"))
+        assert "fits" in browser.find_element(By.ID, "verdict").text
+        _click_and_wait(browser, browser.find_element(By.ID, "release"))
+        rows = browser.find_elements(By.CSS_SELECTOR, "#result tr")
+        # header, total, 2 countries, 4 leaves, then the (other) rows of the rare device
+        assert len(rows) == 11 and rows[1].text.startswith("(all) (all)")
+        assert rows[-1].text.startswith("US (other)")
+        result = browser.find_element(By.ID, "result")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", result)
+        _shot(browser, tmp_path, "dashboard-rollup")
+
+        browser.find_element(By.CSS_SELECTOR, "#form-running summary").click()
+        Select(browser.find_element(By.ID, "running-time")).select_by_visible_text("day")
+        browser.find_element(By.ID, "running-start").send_keys("2024-01-01")
+        browser.find_element(By.ID, "running-end").send_keys("2024-03-31")
+        _click_and_wait(browser, browser.find_element(By.ID, "running-preview"))
+        assert "13 weeks from 2024-01-01" in browser.find_element(By.ID, "plan").text
+        assert _image_loaded(browser, "accuracy") > 200
+        plan = browser.find_element(By.ID, "plan")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", plan)
+        _shot(browser, tmp_path, "dashboard-running-preview")
+        _click_and_wait(browser, browser.find_element(By.ID, "release"))
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#result tr")) == 14
+        assert _image_loaded(browser, "running-chart") > 300
+        chart = _shot(browser, tmp_path, "running-chart",
+                      browser.find_element(By.ID, "running-chart"), colours=5)
+        assert _share_of_colour(chart, "#264653", 0.15) > 0.002      # the totals' line
+        result = browser.find_element(By.ID, "result")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", result)
+        _shot(browser, tmp_path, "dashboard-running")
+    finally:
+        server.stop()

@@ -12,20 +12,23 @@ at logout and when the token is re-issued.  Every form carries a CSRF token
 (the session's; the sign-in form's is a double-submit cookie).  Per dataset:
 gauges of epsilon and delta spent (mine and the dataset's), a chart of budget
 use over time and the tradeoff curve (f-DP) of the budget spent so far
-(:mod:`privloss.service.dashboard_charts`); three query forms, top-k,
-histogram (no ``k``: every item over the threshold) and DP SQL (the query
-text goes unchanged to the ``/sql`` route's own functions), read by
+(:mod:`privloss.service.dashboard_charts`); four query forms, top-k,
+histogram (no ``k``: every item over the threshold), DP SQL (the query text
+goes unchanged to the ``/sql`` route's own functions: ``GROUP BY ROLLUP``
+with its subtotal rows, joins with public tables) and running totals (the
+``/running`` route's functions; the release drawn with its 95% band), read by
 :mod:`privloss.service.dashboard_forms`.  Each form's first button is the dry
 run (``/datasets/{name}/preview``: nothing spent), shown with why the ledger
 charges what it charges and a plot of accuracy against epsilon
-(:mod:`privloss.service.dashboard_explain`); the second button, shown with a
+(:func:`privloss.api.accuracy_plan.accuracy_figure`, planned by
+:mod:`privloss.service.dashboard_explain`); the second button, shown with a
 preview that fits, releases; an empty answer is explained from its public
 threshold.  Then my release history with receipts.
 
 The dashboard is a surface only: the preview and release call the same
 functions as the JSON routes (``plan_release`` / ``run_release``,
-``plan_sql`` / ``run_sql``) after the same checks (the routes' pydantic
-models), so bad input is refused before any charge, with the message in the
+``plan_sql`` / ``run_sql``, ``plan_running`` / ``run_running``) after the
+same checks (the routes' pydantic models), so bad input is refused before any charge, with the message in the
 page (never a 500).
 
 Privacy guarantee
@@ -232,14 +235,38 @@ def _preview(state, dataset, analyst, command: str, parameters: dict) -> dict:
     if command == "sql":
         plan = plan_sql(state.ledger, dataset, analyst, parameters,
                         snapshot=state.snapshots.latest(dataset))
+    elif command == "running":
+        from privloss.service.running_route import plan_running
+
+        plan = plan_running(state.ledger, dataset, analyst, parameters,
+                            snapshot=state.snapshots.latest(dataset))
+        # one event, calibrated to exactly the asked budget (privloss.api.running)
+        plan["guarantee"] = {"epsilon": parameters["epsilon"],
+                             "delta": parameters.get("delta", 0.0),
+                             "bound": "one binary-tree release"}
     else:
         plan = call_ledger(plan_release, state.ledger, dataset, analyst, command, parameters)
     events = call_ledger(release_events, dataset, command, parameters)
     plan = {**plan, "cost": cost_explanation(events, plan["guarantee"], plan["verdict"],
                                              before["dataset"]["spent_epsilon"],
                                              before["interaction"]),
-            "accuracy_query": urlencode(_image_form(command, parameters))}
+            "accuracy_query": urlencode(_image_form(command, parameters)),
+            "accuracy_lines": _accuracy_lines(dataset, command, parameters)}
     return plan
+
+
+def _accuracy_lines(dataset, command: str, parameters: dict) -> list:
+    """The accuracy plan's sentences (the half-widths, the smallest groups
+    that are released, the split), cached with the plan the image draws; none
+    for a ROLLUP or where the plan cannot be computed (the preview stands)."""
+    from privloss.service.dashboard_explain import accuracy_plan
+    from privloss.service.routes import call_ledger
+
+    try:
+        plan = call_ledger(accuracy_plan, dataset, command, parameters)
+    except (ValueError, ArithmeticError):
+        return []
+    return [] if plan is None else list(plan.lines)
 
 
 def _image_form(command: str, parameters: dict) -> dict:
@@ -250,7 +277,8 @@ def _image_form(command: str, parameters: dict) -> dict:
             value = ", ".join(f"{column}={low!r}:{high!r}" for column, (low, high)
                               in value.items())
         elif isinstance(value, list):
-            value = ", ".join(str(item) for item in value)
+            value = ", ".join("|".join(map(str, item)) if isinstance(item, list) else str(item)
+                              for item in value)
         elif isinstance(value, bool):
             value = "on" if value else ""
         fields[key] = value
@@ -268,6 +296,11 @@ def _release(state, dataset, analyst, command: str, parameters: dict) -> dict:
     if command == "sql":
         result = run_sql(state.ledger, dataset, analyst, parameters, snapshot=snapshot)
         empty = not result.get("rows")
+    elif command == "running":
+        from privloss.service.running_route import run_running
+
+        result = run_running(state.ledger, dataset, analyst, parameters, snapshot=snapshot)
+        empty = False           # every period has a total, zero or not
     else:
         result = call_ledger(run_release, state.ledger, dataset, analyst, command, parameters,
                              snapshot=snapshot)
@@ -367,6 +400,21 @@ def budget_chart(request: Request, name: str):
     return _png(budget_png(rows, entry["budget"]))
 
 
+@router.get("/datasets/{name}/running.png")
+def running_chart(request: Request, name: str, release: int = 0):
+    """My running-totals release ``release`` (its stored answer in my history)
+    drawn with its 95% band; 404 when I have no such release."""
+    from privloss.service.dashboard_charts import running_png
+
+    _, _, rows = _image_entry(request, name, history=True)
+    for row in rows:
+        result = row.get("result")
+        if row["release_id"] == release and isinstance(result, dict) and "periods" in result:
+            return _png(running_png(result))
+    raise ServiceError(404, f"no running-totals release #{release} of yours on {name!r}",
+                       outcome="not-found")
+
+
 @router.get("/datasets/{name}/accuracy.png")
 def accuracy_chart(request: Request, name: str):
     """The preview's accuracy against epsilon, from the query string (the same
@@ -377,9 +425,10 @@ def accuracy_chart(request: Request, name: str):
 
 def accuracy_png(dataset, form: dict) -> bytes:
     """The accuracy-against-epsilon image of a form's query (422 for a bad
-    one): planned 95% half-width and threshold at a few epsilons."""
-    from privloss.service.dashboard_charts import accuracy_png as draw
-    from privloss.service.dashboard_explain import accuracy_points
+    one, 404 for a ROLLUP): :func:`privloss.api.accuracy_plan.accuracy_figure`
+    of its plan at the form's epsilon."""
+    from privloss.api.accuracy_plan import accuracy_figure
+    from privloss.service.dashboard_explain import accuracy_plan
     from privloss.service.dashboard_forms import form_parameters
     from privloss.service.routes import call_ledger
 
@@ -387,6 +436,11 @@ def accuracy_png(dataset, form: dict) -> bytes:
         command, parameters = form_parameters(form)
     except ValueError as error:
         raise ServiceError(422, str(error), outcome="bad-parameters") from None
-    points = call_ledger(accuracy_points, dataset, command, parameters)
-    unit = "value" if command == "sql" else "count (distinct users)"
-    return draw(points, parameters["epsilon"], unit)
+    try:
+        plan = call_ledger(accuracy_plan, dataset, command, parameters)
+    except (ValueError, ArithmeticError) as error:
+        raise ServiceError(422, str(error)[:300], outcome="bad-parameters") from None
+    if plan is None:
+        raise ServiceError(404, "no accuracy plot of a GROUP BY ROLLUP (its levels' "
+                                "half-widths are in the preview)", outcome="not-found")
+    return accuracy_figure(plan)

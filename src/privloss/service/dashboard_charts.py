@@ -11,9 +11,10 @@ Definition
 * :func:`budget_png`: budget use over time: the dataset's spent epsilon after
   each of my releases (from my history's receipts), today's spending (mine and
   the dataset's) and the budget line.
-* :func:`accuracy_png`: the preview's planned 95% half-widths and threshold
-  against epsilon (:func:`privloss.service.dashboard_explain.accuracy_points`),
-  the asked epsilon marked.
+* :func:`running_png`: a running-totals release: the released total per
+  period with its 95% interval as a band (the release's own numbers).
+* the preview's accuracy against epsilon is
+  :func:`privloss.api.accuracy_plan.accuracy_figure` (not drawn here).
 
 Privacy guarantee
 -----------------
@@ -31,7 +32,7 @@ import io
 import math
 from datetime import datetime, timezone
 
-__all__ = ["tradeoff_png", "budget_png", "accuracy_png"]
+__all__ = ["tradeoff_png", "budget_png", "running_png"]
 
 
 def _png(figure) -> bytes:
@@ -119,40 +120,26 @@ def budget_png(history: list[dict], budget: dict, now: datetime | None = None) -
     return _png(figure)
 
 
-def accuracy_png(points: list[dict], epsilon: float, unit: str = "count") -> bytes:
-    """Planned 95% half-width and threshold against epsilon, as PNG bytes;
-    ``points`` from :func:`~privloss.service.dashboard_explain.accuracy_points`,
-    ``epsilon``: the preview's own (marked)."""
+def running_png(result: dict) -> bytes:
+    """A running-totals release (the ``/running`` route's body or its stored
+    answer): total per period and its 95% interval band, as PNG bytes."""
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(5.0, 3.0))
+    rows = result["periods"]
+    parameters = result.get("parameters") or {}
+    positions = list(range(len(rows)))
+    figure = Figure(figsize=(6.0, 3.0))
     axes = figure.subplots()
-    plotted = False
-    names = list(dict.fromkeys(name for p in points for name in p.get("half_widths", {})))
-    series = [(f"95% half-width: {name}", "o-",
-               [(p["epsilon"], p["half_widths"][name]) for p in points
-                if name in p.get("half_widths", {})]) for name in names]
-    series.append(("threshold (distinct units)", "s--",
-                   [(p["epsilon"], p["threshold"]) for p in points
-                    if p.get("threshold") is not None]))
-    for label, style, pairs in series:
-        if pairs:
-            axes.plot(*zip(*pairs), style, label=label, markersize=4)
-            plotted = True
-    axes.axvline(epsilon, color="#e76f51", linewidth=1, label=f"this preview: {epsilon:g}")
-    if plotted:
-        from matplotlib.ticker import NullFormatter
-
-        axes.set_xscale("log")
-        axes.set_yscale("log")
-        ticks = sorted({p["epsilon"] for p in points})
-        axes.set_xticks(ticks, [f"{tick:.3g}" for tick in ticks])
-        axes.xaxis.set_minor_formatter(NullFormatter())
-    else:
-        axes.text(0.5, 0.5, "no planned numbers", transform=axes.transAxes, ha="center")
-    axes.set_xlabel("epsilon")
-    axes.set_ylabel(unit)
-    axes.set_title("accuracy against epsilon (planned, no data read)")
-    axes.grid(alpha=0.3, which="both")
-    axes.legend(fontsize=7)
+    axes.fill_between(positions, [row["ci95"][0] for row in rows],
+                      [row["ci95"][1] for row in rows], color="#2a9d8f", alpha=0.25,
+                      label="95% interval")
+    axes.plot(positions, [row["total"] for row in rows], "o-", color="#264653", markersize=3,
+              label="released running total")
+    step = max(1, len(rows) // 8)
+    axes.set_xticks(positions[::step], [str(row["period"]) for row in rows][::step],
+                    rotation=30, ha="right", fontsize=7)
+    axes.set_ylabel(str(parameters.get("statistic", "total")).replace("_", " "))
+    axes.set_title(f"running total per {parameters.get('period', 'period')} (private)")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=7, loc="upper left")
     return _png(figure)

@@ -17,9 +17,12 @@ Definition
   delta 1e-7 is 0.1 on its own (Renyi, exact), but 10 selection steps of
   0.0071 plus 10 noisy counts of 0.0071 sum to 0.142, and for a first
   release the sum (rule ``basic``) is the smallest rule (docs/accounting.md).
+* :func:`accuracy_plan`: the query's
+  :func:`privloss.api.accuracy_plan.plan_accuracy` at its epsilon (the
+  preview's accuracy-against-epsilon picture is its ``accuracy_figure``).
 * :func:`accuracy_points`: the planned 95% half-widths (per measurement) and
-  threshold of the same query at a few other epsilons (plans only: nothing
-  read or charged).
+  threshold of the same query at a few larger epsilons (plans only: nothing
+  read or charged), for an empty answer's explanation.
 * :func:`empty_explanation`: an empty answer's threshold, against what the
   same query would have needed at larger epsilons.
 
@@ -41,8 +44,8 @@ import json
 import math
 import threading
 
-__all__ = ["release_events", "cost_explanation", "accuracy_points", "empty_explanation",
-           "EPSILON_FACTORS"]
+__all__ = ["release_events", "cost_explanation", "accuracy_plan", "accuracy_points",
+           "empty_explanation", "EPSILON_FACTORS"]
 
 #: the epsilons an accuracy curve plans at, as multiples of the asked epsilon
 EPSILON_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -85,9 +88,15 @@ def _events(key: tuple, dataset) -> tuple:
     from privloss.service.queries import build_request
     from privloss.service.sql_route import checked_query
 
+    from privloss.service.rollup_route import is_rollup
+
     command, parameters = key[4], json.loads(key[5])
+    if command == "running":
+        from privloss.service.running_route import checked_running
+        return tuple(checked_running(dataset, parameters).events)
     if command == "sql":
-        return tuple(checked_query(dataset, parameters).plan.events)
+        query = checked_query(dataset, parameters)
+        return tuple(query.events if is_rollup(query) else query.plan.events)
     return tuple(build_request(command, parameters, dataset, dataset.interaction).events())
 
 
@@ -159,7 +168,8 @@ def cost_explanation(events, guarantee: dict, verdict: dict, spent_before: float
     else:
         lines.append(f"It does not fit: {verdict.get('reason') or 'refused by the ledger'}.")
     return {"alone": guarantee, "steps": steps, "pure_epsilon": whole.epsilon,
-            "rho": whole.rho, "delta": whole.delta, "rule": rule, "before": spent_before, "after": after,
+            "rho": whole.rho, "delta": whole.delta, "rule": rule, "before": spent_before,
+            "after": after,
             "lines": lines}
 
 
@@ -167,11 +177,22 @@ def _point(key: tuple, dataset) -> dict:
     """``{"epsilon", "half_widths": {measurement: width}, "threshold"}`` of one
     plan (public numbers only)."""
     command, parameters = key[4], json.loads(key[5])
+    if command == "running":
+        from privloss.service.running_route import checked_running
+
+        summary = checked_running(dataset, parameters).plan_summary()
+        return {"epsilon": parameters["epsilon"], "threshold": None,
+                "half_widths": {"a running total (largest)":
+                                float(summary["ci95_half_width_max"])}}
     if command == "sql":
         from privloss.api.aggregate import describe_plan
+        from privloss.service.rollup_route import is_rollup
         from privloss.service.sql_route import checked_query
 
-        described = describe_plan(checked_query(dataset, parameters))
+        query = checked_query(dataset, parameters)
+        if is_rollup(query):
+            return _rollup_point(query)
+        described = describe_plan(query)
         widths = {f"{m['aggregation']} ({m['measurement']})": float(m["ci95_half_width"])
                   for m in described["measurements"]
                   if m.get("ci95_half_width") is not None and m["aggregation"] != "selection"}
@@ -187,6 +208,70 @@ def _point(key: tuple, dataset) -> dict:
     return {"epsilon": parameters["epsilon"],
             "half_widths": {} if width is None else {"a count": float(width)},
             "threshold": None if threshold is None else float(threshold["offset"])}
+
+
+def _rollup_point(query) -> dict:
+    """A ROLLUP's point: each measure's largest 95% half-width over the levels
+    (known with public keys only: the level split is chosen on the keys' tree)
+    and the selection's threshold (without keys)."""
+    described = query.describe()
+    levels = described["level_split"] if isinstance(described["level_split"], dict) else {}
+    selection = described.get("selection") or {}
+    threshold = selection.get("threshold")
+    return {"epsilon": query.epsilon,
+            "half_widths": {f"{name} (largest over levels)": max(split["ci95_half_width_by_level"])
+                            for name, split in levels.items()},
+            "threshold": None if threshold is None else float(threshold)}
+
+
+def _accuracy_plan(key: tuple, dataset):
+    command, parameters = key[4], json.loads(key[5])
+    from privloss.api.accuracy_plan import plan_accuracy
+
+    epsilon = parameters["epsilon"]
+    if command == "running":
+        from privloss.service.running_route import checked_running
+
+        checked_running(dataset, parameters)          # the route's checks, 403 / 422
+        statistic = parameters["statistic"]
+        return plan_accuracy(
+            "running", epsilon=epsilon, privacy_unit=dataset.user_column,
+            time_column=parameters["time_column"], period=parameters["period"],
+            start=parameters["start"], end=parameters["end"],
+            count=statistic == "count", count_distinct=statistic == "count_distinct",
+            sum=None if statistic != "sum" else
+            f"{parameters['sum_column']}:{parameters['low']}:{parameters['high']}",
+            max_periods_per_unit=parameters["max_periods_per_unit"],
+            max_rows_per_period=parameters["max_rows_per_period"],
+            delta=parameters.get("delta", 0.0), noise=parameters.get("noise", "laplace"))
+    if command == "sql":
+        from privloss.service.rollup_route import is_rollup
+        from privloss.service.sql_route import checked_query
+
+        query = checked_query(dataset, parameters)
+        if is_rollup(query):          # no accuracy plan of a rollup: its levels are shown
+            return None
+        return plan_accuracy(
+            "aggregate", epsilon=epsilon, privacy_unit=query.privacy_unit, by=list(query.by),
+            aggregations=list(query.aggregations), delta=query.delta, keys=query.keys,
+            max_groups=query.max_groups, max_rows_per_group=query.max_rows_per_group,
+            noise=query.noise, budget_split=query.budget_split, where=query.where,
+            joins=query.joins, join_truncation=query.join_truncation)
+    from privloss.service.queries import build_request
+
+    return plan_accuracy(command, epsilon=epsilon,
+                         request=build_request(command, parameters, dataset,
+                                               dataset.interaction))
+
+
+def accuracy_plan(dataset, command: str, parameters: dict):
+    """The :class:`~privloss.api.accuracy_plan.AccuracyPlan` of a form's query
+    at its epsilon (the curve of its largest 95% half-width against epsilon;
+    :func:`~privloss.api.accuracy_plan.accuracy_figure` draws it), None for a
+    ROLLUP (its per-level half-widths are in the preview); a ``ServiceError``
+    or ``ValueError`` for bad parameters.  Plans only: nothing read or charged."""
+    return _cached("accuracy-plan", _accuracy_plan, _freeze(dataset, command, parameters),
+                   dataset)
 
 
 def accuracy_points(dataset, command: str, parameters: dict,

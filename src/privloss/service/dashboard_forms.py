@@ -1,5 +1,5 @@
-"""The dashboard's three query forms (top-k, histogram, DP SQL) read into the
-JSON API's parameters.
+"""The dashboard's four query forms (top-k, histogram, DP SQL, running totals)
+read into the JSON API's parameters.
 
 Definition
 ----------
@@ -11,7 +11,13 @@ checks; ``sql`` -> :func:`privloss.service.sql_route.plan_sql` / ``run_sql``
 with :class:`privloss.service.sql_route.SqlParameters`' checks.  Each form
 sends only its own fields: the histogram form has no ``k`` (a histogram
 releases every item over its threshold; a ``k`` posted anyway is dropped), the
-SQL form passes the query text unchanged (the dashboard never writes SQL).
+SQL form passes the query text unchanged (the dashboard never writes SQL;
+``GROUP BY ROLLUP`` and joins with the configuration's public tables go on
+as in the ``/sql`` route), its ``keys`` field a comma-separated list where
+``DE|web`` is one group of several columns; ``running`` ->
+:func:`privloss.service.running_route.plan_running` / ``run_running`` with
+:class:`~privloss.service.running_route.RunningParameters`' checks
+(``sum_column``, ``low`` and ``high`` sent only with the statistic ``sum``).
 
 Privacy guarantee
 -----------------
@@ -28,7 +34,7 @@ from __future__ import annotations
 __all__ = ["COMMANDS", "FIELDS", "form_parameters"]
 
 #: the form kinds, in the order the page shows them
-COMMANDS = ("topk", "histogram", "sql")
+COMMANDS = ("topk", "histogram", "sql", "running")
 
 #: the fields each form sends (everything else posted is ignored)
 FIELDS = {
@@ -37,10 +43,17 @@ FIELDS = {
     "histogram": ("column", "epsilon", "delta", "l0", "linf", "domain", "noise", "label"),
     "sql": ("query", "epsilon", "delta", "bounds", "max_groups", "max_rows_per_group", "keys",
             "noise", "consistent", "label"),
+    "running": ("time_column", "period", "start", "end", "statistic", "sum_column", "low", "high",
+                "max_periods_per_unit", "max_rows_per_period", "epsilon", "delta", "noise",
+                "label"),
 }
 
+#: the running form's fields that only a sum uses (dropped for the other statistics)
+_SUM_ONLY = ("sum_column", "low", "high")
+
 _NUMBERS = {"epsilon": float, "delta": float, "k": int, "l0": int, "linf": int, "d_bar": int,
-            "max_groups": int, "max_rows_per_group": int}
+            "max_groups": int, "max_rows_per_group": int, "low": int, "high": int,
+            "max_periods_per_unit": int, "max_rows_per_period": int}
 
 
 def _text(form, key: str) -> str:
@@ -86,10 +99,15 @@ def form_parameters(form) -> tuple[str, dict]:
         raise ValueError(f"command must be one of {', '.join(COMMANDS)}, got {command[:64]!r}")
     parameters: dict = {}
     for key in FIELDS[command]:
+        if key in _SUM_ONLY and _text(form, "statistic") != "sum":
+            continue
         if key in _NUMBERS:
             value = _number(form, key)
-        elif key == "domain" or key == "keys":
+        elif key == "domain":
             value = _list(_text(form, key)) or None
+        elif key == "keys":         # "DE|web": one group of several columns (a ROLLUP's)
+            value = [item.split("|") if "|" in item else item
+                     for item in _list(_text(form, key))] or None
         elif key == "bounds":
             value = _bounds(_text(form, key)) or None
         elif key == "consistent":
@@ -110,7 +128,9 @@ def _checked(command: str, parameters: dict) -> dict:
     from privloss.service.routes import QueryParameters
     from privloss.service.sql_route import SqlParameters
 
-    model = SqlParameters if command == "sql" else QueryParameters
+    from privloss.service.running_route import RunningParameters
+
+    model = {"sql": SqlParameters, "running": RunningParameters}.get(command, QueryParameters)
     try:
         return model.model_validate(parameters).model_dump(exclude_none=True)
     except ValidationError as error:
