@@ -207,7 +207,8 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
                 value_text: list, unit_integer: bool, group_integer: bool, key_codes,
                 max_groups: int | None, max_rows: int, group_key: SelectionKey,
                 row_key: SelectionKey, quantile_columns: list, bins: int,
-                top: int | None = None, coded_source: str | None = None) -> BoundedSql:
+                top: int | None = None, coded_source: str | None = None,
+                rank_thresholds: dict | None = None) -> BoundedSql:
     """The bounded aggregation over ``source`` (columns u, g0.., v0..): the one
     compilation of a :class:`~privloss.query.plan.QueryPlan`'s bounding and
     statistics, for both dialects.
@@ -223,6 +224,10 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
     and counts ``least(c, max_rows)``; with value columns each (unit, group)
     keeps its ``max_rows`` rows of smallest
     ``(row_key(code(u), code(row)), code(row), units..)``.
+
+    ``rank_thresholds`` (value column index -> increasing integer grid units
+    ``t``): after the other outputs, per group and threshold the count of kept
+    rows with ``units <= t`` (``rank_i_j``), in index order.
 
     ``coded_source`` (count-only plans): a table holding
     :func:`coded_pairs_sql` of the source, read instead of grouping and
@@ -296,6 +301,9 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
             continue
         bin_queries[i] = (f"SELECT {glist}, {bin_sql} AS bin, count(*) AS n FROM kept "
                           f"WHERE w{i} IS NOT NULL GROUP BY {glist}, {bin_sql}")
+    for i, thresholds in sorted((rank_thresholds or {}).items()):
+        outputs += [f"count(CASE WHEN w{i} <= {int(t)} THEN 1 END) AS rank_{i}_{j}"
+                    for j, t in enumerate(thresholds)]
     main = f"SELECT {glist}, " + ", ".join(outputs) + f" FROM kept GROUP BY {glist}"
     return BoundedSql("WITH " + ",\n".join(ctes), _top(glist, main, top), bin_queries)
 

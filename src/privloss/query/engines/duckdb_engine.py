@@ -510,7 +510,13 @@ def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_sour
         group_key=SelectionKey.from_seed(plan.seed),
         row_key=SelectionKey.from_seed(plan.seed + ROW_SEED_OFFSET),
         quantile_columns=[plan.value_columns.index(c) for c in plan.quantile_columns],
-        bins=plan.quantile_bins, top=plan.top, coded_source=coded_source)
+        bins=plan.quantile_bins, top=plan.top, coded_source=coded_source,
+        rank_thresholds=rank_indices(plan))
+
+
+def rank_indices(plan: QueryPlan) -> dict:
+    """The plan's rank thresholds keyed by value column index (for bounded_sql)."""
+    return {plan.value_columns.index(c): tuple(t) for c, t in plan.rank_thresholds.items()}
 
 
 def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None,
@@ -537,7 +543,14 @@ def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None,
         else:
             bins = {column: histograms.get((values.index(column), raw), {})
                     for column in plan.quantile_columns}
+        at = width + (len(plan.quantile_columns) if histograms is None else 0)
+        ranks = {}
+        for index, column in sorted((values.index(c), c) for c in plan.rank_thresholds):
+            size = len(plan.rank_thresholds[column])
+            ranks[column] = [int(c) for c in rest[at:at + size]]
+            at += size
         out.append({"group": group, "distinct": int(row[groups]), "rows": int(row[groups + 1]),
+                    "ranks": ranks,
                     "sum": {v: int(rest[2 * i] or 0) for i, v in enumerate(values)},
                     "nonnull": {v: int(rest[2 * i + 1]) for i, v in enumerate(values)},
                     "bins": bins})
