@@ -318,6 +318,11 @@ def plan_aggregate(*, ledger=None, dataset=None, target_half_width=None,
            "events": [repr(e) for e in events], "ledger": None,
            **({} if accuracy is None else {"accuracy": accuracy.to_dict()}),
            **({} if auto is None else {"auto_bounds": auto.describe()})}
+    if auto is not None:      # the guarantee of the whole release, bounds included
+        from privloss.accounting import compose
+        total = compose(tuple(events), target_delta=query.delta, interaction="adaptive")
+        out["guarantee"] = {"epsilon": total.epsilon, "delta": query.delta,
+                            "bound": total.bound}
     ledger, dataset = resolve_ledger(ledger, dataset)
     if ledger is not None:
         verdict = ledger.would_admit(dataset, _key(query, auto, {"dry-run": secrets.token_hex(8)},

@@ -63,9 +63,14 @@ def register(subparsers) -> None:
     parser.add_argument("--count", action="store_true", help="rows per group")
     parser.add_argument("--count-distinct", action="store_true",
                         help="privacy units per group")
-    parser.add_argument("--sum", action="append", default=[], metavar="COL:LOW:HIGH")
-    parser.add_argument("--mean", action="append", default=[], metavar="COL:LOW:HIGH")
-    parser.add_argument("--quantile", action="append", default=[], metavar="COL:LOW:HIGH:Q[,Q]")
+    auto = " (COL:auto: private bounds from 10%% of epsilon, docs/aggregate.md)"
+    parser.add_argument("--sum", action="append", default=[], metavar="COL:LOW:HIGH",
+                        help="sum of COL clamped to [LOW, HIGH]" + auto)
+    parser.add_argument("--mean", action="append", default=[], metavar="COL:LOW:HIGH",
+                        help="mean of COL clamped to [LOW, HIGH]" + auto)
+    parser.add_argument("--quantile", action="append", default=[], metavar="COL:LOW:HIGH:Q[,Q]",
+                        help="quantiles of COL over [LOW, HIGH] (COL:auto:Q[,Q]: private "
+                             "bounds)")
     parser.add_argument("--where", metavar="CONDITION", default=None,
                         help="keep only the rows where this SQL condition holds (comparisons, "
                              "IN, BETWEEN, IS NULL, LIKE, AND/OR/NOT, CAST; docs/sql.md); "
@@ -84,8 +89,10 @@ def _aggregations(args) -> list:
         out.append(Aggregation("count"))
     if args.count_distinct:
         out.append(Aggregation("count_distinct"))
+    from privloss.api.auto_bounds import parse_auto_spec
     for kind in ("sum", "mean", "quantile"):
-        out += [parse_value_spec(kind, text) for text in getattr(args, kind)]
+        out += [parse_auto_spec(kind, text) or parse_value_spec(kind, text)
+                for text in getattr(args, kind)]
     if not out:
         raise ValueError("give at least one of --count, --count-distinct, --sum, --mean, "
                          "--quantile")
@@ -164,6 +171,9 @@ def run_query(args, data, by, aggregations, where=None, joins=(), join_truncatio
     for row in release.rows:
         print("\t".join([*map(str, row["group"]),
                          *(f"{row['values'][c]:.6g}" for c in release.columns)]))
+    estimated = (release.parameters.get("auto_bounds") or {}).get("estimated") or {}
+    for column, (low, high) in estimated.items():
+        print(f"# bounds of {column}: [{low:g}, {high:g}] (private estimates, charged above)")
     print(f"# epsilon spent {release.spent.get('epsilon'):.6g}; 95% intervals with --json")
     return 0
 
@@ -183,6 +193,12 @@ def _print_plan(planned: dict) -> None:
               f"{m['step']}; 95% half-width {width:.6g}")
     if planned.get("split"):
         print(f"  split      {planned['split']['rule']}")
+    auto = planned.get("auto_bounds")
+    if auto:
+        print(f"  bounds auto for {', '.join(auto['columns'])}: "
+              f"{100 * auto['share_of_epsilon']:g}% of epsilon, DP quantiles "
+              f"{auto['levels'][0]:g} and {auto['levels'][1]:g} over {auto['candidates']}, "
+              f"epsilon {auto['epsilon_per_estimate']:.6g} each (shares above: of the rest)")
     g = planned["guarantee"]
     print(f"  guarantee epsilon = {g['epsilon']:.10g} at delta = {g['delta']:g} "
           f"(bound: {g['bound']})")
