@@ -324,6 +324,17 @@ def cli_sql_rollup(directory, data):
                     "--seed", SEED, "--json"])
 
 
+def cli_aggregate_auto_bounds_ledger(directory, data):
+    """aggregate with private bounds (--mean amount:auto, issue 22 item 7): the
+    bounds pre-pass runs after the one charge; the estimates are noisy values."""
+    ledger = _ledger(directory)
+    seen = run_cli(["aggregate", data, "--privacy-unit", "user", "--by", "item", "--count",
+                    "--mean", "amount:auto", "--epsilon", "1", "--max-rows-per-group", "2",
+                    "--keys", _keys_file(directory, DOMAIN), "--seed", SEED, "--json",
+                    *ledger])
+    return _with_ledger_views(seen, ledger)
+
+
 #: the text table of a rollup: labels and level kept, the counts masked
 ROLLUP_TABLE = [(r"^([^\t#\n]+\t[^\t\n]+\t\d+)\t.*$", r"\1\t<NOISY>")]
 
@@ -364,6 +375,8 @@ PATHS = {
     "cli-aggregate-rollup-text": ("csv", True, None, cli_aggregate_rollup_text, ROLLUP_TABLE),
     "lib-rollup-selected": ("csv", False, None, lib_rollup_selected, ()),
     "cli-sql-rollup": ("csv", True, None, cli_sql_rollup, ()),
+    "cli-aggregate-auto-bounds-ledger": ("csv", True, None, cli_aggregate_auto_bounds_ledger,
+                                         ()),
 }
 
 #: (path, kind) pairs that fail before the fixes, and why (audit items a-c)
