@@ -233,6 +233,9 @@ def auto_query(**parameters) -> tuple:
     and the pre-pass's, charged together."""
     from privloss.api.auto_bounds import split_auto
 
+    if isinstance(parameters.get("max_groups"), str):     # "auto": privloss.api.auto_l0
+        from privloss.api.auto_l0 import auto_groups_query
+        return auto_groups_query(parameters, make_query)
     aggregations, grid_exponents, epsilon, auto = split_auto(
         parameters.get("aggregations"), epsilon=parameters.get("epsilon"),
         grid_exponents=parameters.get("grid_exponents"),
@@ -341,6 +344,9 @@ def max_epsilon_aggregate(*, ledger, dataset, tolerance: float = 1e-3, **paramet
     from privloss.api.planning import largest_admitted
     from privloss.api.protocol import resolve_ledger
 
+    if isinstance(parameters.get("max_groups"), str):
+        raise ValueError("epsilon 'max' cannot be combined with max_groups 'auto' (give "
+                         "epsilon)")
     auto_query(epsilon=1.0, **parameters)            # every other parameter checked first
     ledger, dataset = resolve_ledger(ledger, dataset)
     if ledger is None:
@@ -413,6 +419,8 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
         delta=delta, keys=keys, max_groups=max_groups, max_rows_per_group=max_rows_per_group,
         noise=noise, budget_split=budget_split, grid_exponents=grid_exponents, where=where,
         joins=joins, join_truncation=join_truncation)
+    if auto is not None:
+        auto.check_engine(engine)
     ledger, dataset = api.resolve_ledger(ledger, dataset)
     api.check_paths(data)
     for join in query.joins:
@@ -428,8 +436,9 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
                               max_rows_per_group=max_rows_per_group, noise=noise,
                               budget_split=budget_split, grid_exponents=grid_exponents,
                               where=where)
-            raise api.refusal(ledger, dataset, verdict,
-                              admitted=_admission(ledger, dataset, parameters),
+            raise api.refusal(ledger, dataset, verdict,     # no search over 9 calibrations
+                              admitted=None if isinstance(max_groups, str) else
+                              _admission(ledger, dataset, parameters),
                               epsilon_range=EPSILON_RANGE)
     source = api.prepare_data(data, engine=engine)
     joined: list = []
@@ -449,10 +458,9 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
         def compute() -> dict:
             try:
                 release_plan, calibrated, estimated = plan, query.plan, None
-                if auto is not None:      # after the charge: the bounds pre-pass
-                    from privloss.api.auto_bounds import with_estimated_bounds
-                    release_plan, calibrated, estimated = with_estimated_bounds(
-                        plan, query.plan, auto, engine, noise_source)
+                if auto is not None:      # after the charge: the pre-pass(es)
+                    release_plan, calibrated, estimated = auto.apply(
+                        plan, query.plan, engine, noise_source)
                 exact = engines.run(release_plan, engine).groups
                 payload = release_payload(calibrated, query.aggregations, exact,
                                           keys=query.keys, source=noise_source,
@@ -492,18 +500,16 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
 def _key(query: AggregateQuery, auto, data, seed) -> dict:
     """The ledger key; with auto bounds their public plan too (the placeholder
     range of an auto column is not a given range)."""
-    key = query.key(data, seed)
-    if auto is not None:
-        key["auto_bounds"] = {"columns": list(auto.columns), "epsilon": auto.epsilon,
-                              "share": str(auto.share)}
-    return key
+    return {**query.key(data, seed), **({} if auto is None else auto.key())}
 
 
 def _report_bounds(parameters: dict, auto, payload: dict) -> None:
     """The estimated bounds (noisy outputs) and their plan, in the parameters."""
     if auto is not None:
-        parameters["auto_bounds"] = {**auto.describe(),
-                                     "estimated": payload.get("auto_bounds")}
+        estimated = payload.get("auto_bounds") or {}
+        parameters["auto_bounds"] = {**auto.describe(), "estimated": estimated}
+        if "max_groups" in estimated:
+            parameters["max_groups"] = estimated["max_groups"]
 
 
 def _parameters(query: AggregateQuery) -> dict:

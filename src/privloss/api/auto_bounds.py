@@ -139,6 +139,18 @@ class AutoBounds:
     max_groups: int
     max_rows_per_group: int
 
+    def key(self) -> dict:
+        """What the ledger key adds (the placeholder range is not a given range)."""
+        return {"auto_bounds": {"columns": list(self.columns), "epsilon": self.epsilon,
+                                "share": str(self.share)}}
+
+    def check_engine(self, engine: str) -> None:
+        """Every engine computes the rank counts."""
+
+    def apply(self, release_plan, calibrated, engine: str, source):
+        """After the charge: :func:`with_estimated_bounds`."""
+        return with_estimated_bounds(release_plan, calibrated, self, engine, source)
+
     def describe(self) -> dict:
         """The dry run's / release's public description."""
         return {"columns": list(self.columns), "share_of_epsilon": float(self.share),

@@ -17,6 +17,15 @@ def _positive(text: str, name: str) -> int:
     return value
 
 
+def _max_groups(text: str):
+    """An integer, or text ('auto', privloss.api.auto_l0) that the API checks
+    (one line, exit 2, before anything is read)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
 def add_query_flags(parser) -> None:
     """Flags shared by ``aggregate`` and ``sql``."""
     parser.add_argument("--privacy-unit", required=True, metavar="COL",
@@ -30,8 +39,9 @@ def add_query_flags(parser) -> None:
     parser.add_argument("--keys", metavar="FILE", default=None,
                         help="CSV of public group keys (header: the by columns); released "
                              "complete. Without: groups above a noisy threshold (needs delta)")
-    parser.add_argument("--max-groups", type=lambda t: _positive(t, "max-groups"), default=1,
-                        help="groups per privacy unit (chosen at random), default 1")
+    parser.add_argument("--max-groups", type=_max_groups, default=1,
+                        help="groups per privacy unit (chosen at random), default 1; 'auto': "
+                             "a DP 95th percentile of groups per unit from 10%% of epsilon")
     parser.add_argument("--max-rows-per-group", type=lambda t: _positive(t, "max-rows-per-group"),
                         default=1, help="rows per privacy unit and group, default 1")
     parser.add_argument("--noise", choices=["laplace", "gaussian"], default="laplace")
@@ -171,7 +181,9 @@ def run_query(args, data, by, aggregations, where=None, joins=(), join_truncatio
     for row in release.rows:
         print("\t".join([*map(str, row["group"]),
                          *(f"{row['values'][c]:.6g}" for c in release.columns)]))
-    estimated = (release.parameters.get("auto_bounds") or {}).get("estimated") or {}
+    estimated = dict((release.parameters.get("auto_bounds") or {}).get("estimated") or {})
+    if "max_groups" in estimated:
+        print(f"# max-groups {estimated.pop('max_groups')} (private estimate, charged above)")
     for column, (low, high) in estimated.items():
         print(f"# bounds of {column}: [{low:g}, {high:g}] (private estimates, charged above)")
     print(f"# epsilon spent {release.spent.get('epsilon'):.6g}; 95% intervals with --json")
@@ -193,8 +205,14 @@ def _print_plan(planned: dict) -> None:
               f"{m['step']}; 95% half-width {width:.6g}")
     if planned.get("split"):
         print(f"  split      {planned['split']['rule']}")
-    auto = planned.get("auto_bounds")
-    if auto:
+    auto = planned.get("auto_bounds") or {}
+    if "max_groups" in auto:
+        groups = auto["max_groups"]
+        print(f"  max-groups auto: {100 * groups['share_of_epsilon']:g}% of epsilon, DP "
+              f"quantile {groups['level']:g} of groups per unit over {groups['candidates']}, "
+              f"epsilon {groups['epsilon']:.6g}; the release is charged as "
+              f"{groups['events'][1]} (shares above: for max-groups 1)")
+    if "columns" in auto:
         print(f"  bounds auto for {', '.join(auto['columns'])}: "
               f"{100 * auto['share_of_epsilon']:g}% of epsilon, DP quantiles "
               f"{auto['levels'][0]:g} and {auto['levels'][1]:g} over {auto['candidates']}, "

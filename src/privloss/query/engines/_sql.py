@@ -18,6 +18,7 @@ from privloss.query.bounding import (CANONICAL_INTEGER, LANE_BITS, LANE_MASK,
                                          text_code_digits)
 
 __all__ = ["Dialect", "DUCKDB", "SPARK", "BoundedSql", "bounded_sql", "coded_pairs_sql",
+           "groups_per_unit_sql",
            "MISSING_UNITS", "JoinSql", "joined_sql"]
 
 #: row code of a missing value (grid units are below 2^51 in magnitude)
@@ -306,6 +307,21 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
                     for j, t in enumerate(thresholds)]
     main = f"SELECT {glist}, " + ", ".join(outputs) + f" FROM kept GROUP BY {glist}"
     return BoundedSql("WITH " + ",\n".join(ctes), _top(glist, main, top), bin_queries)
+
+
+def groups_per_unit_sql(source: str, *, groups: int, thresholds) -> str:
+    """One row over ``source`` (columns u, g0..): the number of units (null
+    unit or group dropped) and, per integer threshold ``t``, the number of
+    units with at most ``t`` distinct groups (``at_most_j``), before any
+    bounding.  Standard SQL, both dialects."""
+    gcols = [f"g{i}" for i in range(groups)]
+    glist = ", ".join(gcols)
+    not_null = " AND ".join(["u IS NOT NULL"] + [f"{g} IS NOT NULL" for g in gcols])
+    counts = ", ".join(f"count(CASE WHEN k <= {int(t)} THEN 1 END) AS at_most_{j}"
+                       for j, t in enumerate(thresholds))
+    return (f"SELECT count(*) AS units, {counts} FROM (SELECT u, count(*) AS k FROM "
+            f"(SELECT DISTINCT u, {glist} FROM {source} WHERE {not_null}) AS pairs "
+            f"GROUP BY u) AS per_unit")
 
 
 @dataclass(frozen=True)

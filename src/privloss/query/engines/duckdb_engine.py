@@ -557,6 +557,26 @@ def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None,
     return GroupStatistics(out, total if plan.top is not None else len(out))
 
 
+def groups_per_unit(plan: QueryPlan, thresholds) -> tuple:
+    """``(units, [#units with at most t groups for t in thresholds])`` over
+    ``plan``'s source after its joins and filter, before the bounding
+    (:func:`~privloss.query.engines._sql.groups_per_unit_sql`).  Errors as
+    :func:`run`'s."""
+    from privloss.query.engines._sql import groups_per_unit_sql
+
+    duckdb, inp, source, projected, _, _ = _opened(plan)
+    try:
+        text = groups_per_unit_sql("privloss_source", groups=len(plan.by),
+                                   thresholds=thresholds)
+        try:
+            row = projected.query("privloss_source", text).fetchall()[0]
+        except duckdb.Error as error:
+            raise computation_failed(error, f"duckdb, {describe_input(inp)}") from None
+    finally:
+        source.close()
+    return int(row[0]), [int(c) for c in row[1:]]
+
+
 def run(plan: QueryPlan) -> GroupStatistics:
     """The plan's bounded statistics (see the module docstring).  Errors:
     ``ValueError`` / ``TypeError`` for what the schema shows; any failure while
