@@ -240,3 +240,85 @@ def test_retail_estimates_near_the_true_quantiles():
     true_low, true_high = np.quantile(prices, [0.05, 0.95])
     assert true_low / 2 <= low <= true_low * 2
     assert true_high / 2 <= high <= true_high * 2
+
+
+# ---------------------------------------------------------------------------
+# max_groups="auto" (privloss.api.auto_l0)
+
+def _units_frame() -> pd.DataFrame:
+    """95 units in groups {a, b}, 5 units in {a, b, c}: #{k <= 2} = 95 of 100,
+    #{k <= 4} = 100, #{k <= 1} = 0, so the 95% candidate is 2 alone."""
+    rows = [(u, g, float(u % 7)) for u in range(95) for g in ("a", "b")]
+    rows += [(u, g, 1.0) for u in range(95, 100) for g in ("a", "b", "c")]
+    return pd.DataFrame(rows, columns=["uid", "g", "x"])
+
+
+def test_auto_max_groups_events_and_the_groups_statistic():
+    from privloss.accounting import compose
+    from privloss.api.auto_l0 import GROUP_CANDIDATES
+    from privloss.events import ApproxDP, BoundedRange
+    from privloss.query import engines
+
+    parameters = _query(max_groups="auto", keys=None, aggregations=["count", "mean:x:auto"])
+    query, auto, events = auto_query(**parameters)
+    assert isinstance(events[0], BoundedRange) and isinstance(events[1], ApproxDP)
+    assert events[2:] == auto.bounds.events and len(events) == 4
+    assert events[1].epsilon == max(q.plan.guarantee["epsilon"] for q in auto.queries.values())
+    assert compose(events, target_delta=1e-6, interaction="adaptive").epsilon <= 2.0
+    assert tuple(auto.queries) == GROUP_CANDIDATES and query.max_groups == 1
+    plan = query.query_plan(_units_frame(), 5)
+    assert engines.groups_per_unit(plan, GROUP_CANDIDATES) == \
+        (100, [0, 95] + [100] * (len(GROUP_CANDIDATES) - 2))
+
+
+def test_auto_max_groups_charged_once_and_estimated(tmp_path):
+    ledger = _ledger(tmp_path, epsilon=60.0)
+    parameters = _query(max_groups="auto", epsilon=50.0, keys=["a", "b", "c"],
+                        aggregations=["count", "mean:x:auto"])
+    _, _, events = auto_query(**parameters)
+    verdict = ledger.would_admit("d", {"probe": 1}, events)
+    release = aggregate(_units_frame(), **parameters, ledger=ledger, dataset="d", seed=2)
+    assert ledger.show("d")["releases"] == 1
+    assert ledger.show("d")["spent_epsilon"] == verdict["spent_epsilon"]
+    estimated = release.parameters["auto_bounds"]["estimated"]
+    assert estimated["max_groups"] == 2 and release.parameters["max_groups"] == 2
+    assert set(estimated) == {"max_groups", "x"}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"max_groups": "autox"}, "max_groups must be an integer >= 1 or 'auto', got 'autox'"),
+    ({"max_groups": "auto", "epsilon": "max"}, "cannot be combined with max_groups 'auto'"),
+])
+def test_auto_max_groups_bad_values_refused_first(tmp_path, change, message):
+    ledger = _ledger(tmp_path)
+    with pytest.raises(ValueError) as raised:
+        aggregate(_frame(), **_query(**change), ledger=ledger, dataset="d", seed=1)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+    assert ledger.show("d")["releases"] == 0
+
+
+def test_auto_max_groups_other_engines_refused():
+    _, auto, _ = auto_query(**_query(max_groups="auto"))
+    with pytest.raises(ValueError, match="duckdb engine only"):
+        auto.check_engine("spark")
+
+
+def test_auto_max_groups_dry_run_and_cli(tmp_path, capsys):
+    from privloss.cli.main import main
+
+    ledger = _ledger(tmp_path)
+    planned = plan_aggregate(**_query(max_groups="auto"), ledger=ledger, dataset="d")
+    assert planned["auto_bounds"]["max_groups"]["share_of_epsilon"] == 0.1
+    assert planned["guarantee"]["epsilon"] <= 2.0
+    assert ledger.show("d")["releases"] == 0
+    data = tmp_path / "u.csv"
+    _units_frame().to_csv(data, index=False)
+    flags = ["aggregate", str(data), "--privacy-unit", "uid", "--by", "g", "--count",
+             "--epsilon", "40", "--delta", "1e-6", "--seed", "3"]
+    assert main([*flags, "--max-groups", "autox"]) == 2
+    err = capsys.readouterr().err
+    assert "max_groups must be an integer >= 1 or 'auto'" in err and err.count("\n") == 1
+    assert main([*flags, "--max-groups", "auto", "--dry-run"]) == 0
+    assert "max-groups auto: 10% of epsilon" in capsys.readouterr().out
+    assert main([*flags, "--max-groups", "auto"]) == 0
+    assert "# max-groups 2 (private estimate" in capsys.readouterr().out

@@ -335,6 +335,17 @@ def cli_aggregate_auto_bounds_ledger(directory, data):
     return _with_ledger_views(seen, ledger)
 
 
+def cli_aggregate_auto_max_groups(directory, data):
+    """aggregate --max-groups auto (issue 22 item 7): the groups-per-unit
+    estimate runs after the charge; only noisy values may differ."""
+    flags = ["aggregate", data, "--privacy-unit", "user", "--by", "item", "--count",
+             "--epsilon", "1", "--max-groups", "auto", "--keys", _keys_file(directory, DOMAIN),
+             "--seed", SEED]
+    seen = run_cli([*flags, "--json"])
+    seen.extra["dry-run"] = run_cli([*flags, "--dry-run"])
+    return seen
+
+
 #: the text table of a rollup: labels and level kept, the counts masked
 ROLLUP_TABLE = [(r"^([^\t#\n]+\t[^\t\n]+\t\d+)\t.*$", r"\1\t<NOISY>")]
 
@@ -377,6 +388,7 @@ PATHS = {
     "cli-sql-rollup": ("csv", True, None, cli_sql_rollup, ()),
     "cli-aggregate-auto-bounds-ledger": ("csv", True, None, cli_aggregate_auto_bounds_ledger,
                                          ()),
+    "cli-aggregate-auto-max-groups": ("csv", True, None, cli_aggregate_auto_max_groups, ()),
 }
 
 #: (path, kind) pairs that fail before the fixes, and why (audit items a-c)
