@@ -511,12 +511,8 @@ def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_sour
         row_key=SelectionKey.from_seed(plan.seed + ROW_SEED_OFFSET),
         quantile_columns=[plan.value_columns.index(c) for c in plan.quantile_columns],
         bins=plan.quantile_bins, top=plan.top, coded_source=coded_source,
-        rank_thresholds=rank_indices(plan))
-
-
-def rank_indices(plan: QueryPlan) -> dict:
-    """The plan's rank thresholds keyed by value column index (for bounded_sql)."""
-    return {plan.value_columns.index(c): tuple(t) for c, t in plan.rank_thresholds.items()}
+        rank_thresholds={plan.value_columns.index(c): tuple(t)
+                         for c, t in plan.rank_thresholds.items()})
 
 
 def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None,
