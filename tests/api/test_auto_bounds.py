@@ -322,3 +322,15 @@ def test_auto_max_groups_dry_run_and_cli(tmp_path, capsys):
     assert "max-groups auto: 10% of epsilon" in capsys.readouterr().out
     assert main([*flags, "--max-groups", "auto"]) == 0
     assert "# max-groups 2 (private estimate" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_spark_release_with_auto_bounds_equals_duckdb(spark):
+    """The rank counts compile for Spark too: the same seed, the same release."""
+    from tests.conftest import spark_skip_reason
+    if spark_skip_reason() is not None:
+        pytest.skip(spark_skip_reason())
+    duck = aggregate(_frame(), **_query(), seed=9)
+    on_spark = aggregate(_frame(), **_query(), seed=9, engine="spark")
+    assert on_spark.rows == duck.rows
+    assert on_spark.parameters["auto_bounds"] == duck.parameters["auto_bounds"]

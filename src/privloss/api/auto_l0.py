@@ -16,7 +16,8 @@ Definition
    ``BoundedRange(s)`` and ``ApproxDP(max_G epsilon_G, delta)`` (the release,
    whichever ``G`` is chosen), and the auto bounds' events.
 2. **Pre-pass** (after the charge): per unit its number ``k_u`` of distinct
-   groups (after joins and filter, before bounding); the engine returns the
+   groups (after joins and filter, before bounding, every group even with known
+   keys); the engine returns the
    number of units and, per candidate ``t``, ``#{u : k_u <= t}``
    (:func:`~privloss.query.engines._sql.groups_per_unit_sql`).  The
    exponential mechanism draws the candidate with score
