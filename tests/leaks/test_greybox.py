@@ -324,6 +324,28 @@ def cli_sql_rollup(directory, data):
                     "--seed", SEED, "--json"])
 
 
+def cli_aggregate_auto_bounds_ledger(directory, data):
+    """aggregate with private bounds (--mean amount:auto, issue 22 item 7): the
+    bounds pre-pass runs after the one charge; the estimates are noisy values."""
+    ledger = _ledger(directory)
+    seen = run_cli(["aggregate", data, "--privacy-unit", "user", "--by", "item", "--count",
+                    "--mean", "amount:auto", "--epsilon", "1", "--max-rows-per-group", "2",
+                    "--keys", _keys_file(directory, DOMAIN), "--seed", SEED, "--json",
+                    *ledger])
+    return _with_ledger_views(seen, ledger)
+
+
+def cli_aggregate_auto_max_groups(directory, data):
+    """aggregate --max-groups auto (issue 22 item 7): the groups-per-unit
+    estimate runs after the charge; only noisy values may differ."""
+    flags = ["aggregate", data, "--privacy-unit", "user", "--by", "item", "--count",
+             "--epsilon", "1", "--max-groups", "auto", "--keys", _keys_file(directory, DOMAIN),
+             "--seed", SEED]
+    seen = run_cli([*flags, "--json"])
+    seen.extra["dry-run"] = run_cli([*flags, "--dry-run"])
+    return seen
+
+
 #: the text table of a rollup: labels and level kept, the counts masked
 ROLLUP_TABLE = [(r"^([^\t#\n]+\t[^\t\n]+\t\d+)\t.*$", r"\1\t<NOISY>")]
 
@@ -364,6 +386,9 @@ PATHS = {
     "cli-aggregate-rollup-text": ("csv", True, None, cli_aggregate_rollup_text, ROLLUP_TABLE),
     "lib-rollup-selected": ("csv", False, None, lib_rollup_selected, ()),
     "cli-sql-rollup": ("csv", True, None, cli_sql_rollup, ()),
+    "cli-aggregate-auto-bounds-ledger": ("csv", True, None, cli_aggregate_auto_bounds_ledger,
+                                         ()),
+    "cli-aggregate-auto-max-groups": ("csv", True, None, cli_aggregate_auto_max_groups, ()),
 }
 
 #: (path, kind) pairs that fail before the fixes, and why (audit items a-c)

@@ -226,6 +226,29 @@ class AggregateRelease:
         return pl.DataFrame(self.columns_of())
 
 
+def auto_query(**parameters) -> tuple:
+    """``(query, auto, events)``: :func:`make_query` after the auto-bounded
+    columns (``COL:auto``, :mod:`privloss.api.auto_bounds`) are split off:
+    ``auto`` their pre-pass plan (None without any), ``events`` the release's
+    and the pre-pass's, charged together."""
+    from privloss.api.auto_bounds import split_auto
+
+    if isinstance(parameters.get("max_groups"), str):     # "auto": privloss.api.auto_l0
+        from privloss.api.auto_l0 import auto_groups_query
+        return auto_groups_query(parameters, make_query)
+    aggregations, grid_exponents, epsilon, auto = split_auto(
+        parameters.get("aggregations"), epsilon=parameters.get("epsilon"),
+        grid_exponents=parameters.get("grid_exponents"),
+        max_groups=parameters.get("max_groups", 1),
+        max_rows_per_group=parameters.get("max_rows_per_group", 1))
+    if auto is None:
+        query = make_query(**parameters)
+        return query, None, query.plan.events
+    query = make_query(**{**parameters, "aggregations": aggregations,
+                          "grid_exponents": grid_exponents, "epsilon": epsilon})
+    return query, auto, tuple(query.plan.events) + auto.events
+
+
 def describe_plan(query: AggregateQuery) -> dict:
     """Per measurement: its event, strength, noise and 95% half-width (public)."""
     from privloss.releases.aggregate import BETA, _half_width
@@ -291,16 +314,22 @@ def plan_aggregate(*, ledger=None, dataset=None, target_half_width=None,
         parameters["epsilon"] = accuracy.epsilon
         if accuracy.budget_split is not None:
             parameters["budget_split"] = accuracy.budget_split
-    query = make_query(**parameters)
+    query, auto, events = auto_query(**parameters)
     out = {"dry_run": True, "command": "aggregate", "where": query.where_text,
            **({"joins": query.joins_described} if query.joins else {}),
            **describe_plan(query),
-           "events": [repr(e) for e in query.plan.events], "ledger": None,
-           **({} if accuracy is None else {"accuracy": accuracy.to_dict()})}
+           "events": [repr(e) for e in events], "ledger": None,
+           **({} if accuracy is None else {"accuracy": accuracy.to_dict()}),
+           **({} if auto is None else {"auto_bounds": auto.describe()})}
+    if auto is not None:      # the guarantee of the whole release, bounds included
+        from privloss.accounting import compose
+        total = compose(tuple(events), target_delta=query.delta, interaction="adaptive")
+        out["guarantee"] = {"epsilon": total.epsilon, "delta": query.delta,
+                            "bound": total.bound}
     ledger, dataset = resolve_ledger(ledger, dataset)
     if ledger is not None:
-        verdict = ledger.would_admit(dataset, query.key({"dry-run": secrets.token_hex(8)}, None),
-                                     query.plan.events)
+        verdict = ledger.would_admit(dataset, _key(query, auto, {"dry-run": secrets.token_hex(8)},
+                                                   None), events)
         out["ledger"] = {"dataset": dataset, "fits": bool(verdict["admitted"]),
                          "spent_epsilon_after": verdict["spent_epsilon"],
                          "reason": verdict["reason"] or None}
@@ -315,7 +344,10 @@ def max_epsilon_aggregate(*, ledger, dataset, tolerance: float = 1e-3, **paramet
     from privloss.api.planning import largest_admitted
     from privloss.api.protocol import resolve_ledger
 
-    make_query(epsilon=1.0, **parameters)            # every other parameter checked first
+    if isinstance(parameters.get("max_groups"), str):
+        raise ValueError("epsilon 'max' cannot be combined with max_groups 'auto' (give "
+                         "epsilon)")
+    auto_query(epsilon=1.0, **parameters)            # every other parameter checked first
     ledger, dataset = resolve_ledger(ledger, dataset)
     if ledger is None:
         raise ValueError("epsilon 'max' needs a ledger and a dataset (the budget to fit)")
@@ -340,12 +372,11 @@ def _admission(ledger, dataset, parameters: dict):
 
     def admitted(epsilon: float) -> dict:
         try:
-            query = make_query(epsilon=epsilon, **parameters)
+            query, auto, events = auto_query(epsilon=epsilon, **parameters)
         except (ValueError, ArithmeticError):    # no calibration reaches so small an epsilon
             return {"admitted": False, "reason": "the parameters cannot be calibrated",
                     "spent_epsilon": math.inf}
-        return ledger.would_admit(dataset, query.key({"dry-run": nonce}, None),
-                                  query.plan.events)
+        return ledger.would_admit(dataset, _key(query, auto, {"dry-run": nonce}, None), events)
 
     return admitted
 
@@ -383,28 +414,31 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
             max_rows_per_group=max_rows_per_group, noise=noise, budget_split=budget_split,
             grid_exponents=grid_exponents, where=where, joins=joins,
             join_truncation=join_truncation)
-    query = make_query(privacy_unit=privacy_unit, by=by, aggregations=aggregations,
-                       epsilon=epsilon, delta=delta, keys=keys, max_groups=max_groups,
-                       max_rows_per_group=max_rows_per_group, noise=noise,
-                       budget_split=budget_split, grid_exponents=grid_exponents, where=where,
-                       joins=joins, join_truncation=join_truncation)
-    events = query.plan.events
+    query, auto, events = auto_query(
+        privacy_unit=privacy_unit, by=by, aggregations=aggregations, epsilon=epsilon,
+        delta=delta, keys=keys, max_groups=max_groups, max_rows_per_group=max_rows_per_group,
+        noise=noise, budget_split=budget_split, grid_exponents=grid_exponents, where=where,
+        joins=joins, join_truncation=join_truncation)
+    if auto is not None:
+        auto.check_engine(engine)
     ledger, dataset = api.resolve_ledger(ledger, dataset)
     api.check_paths(data)
     for join in query.joins:
         api.check_paths(join.source)
     if ledger is not None:      # refuse before reading, unless a stored answer may exist
-        verdict = ledger.would_admit(dataset, query.key({"dry-run": secrets.token_hex(8)}, seed),
+        verdict = ledger.would_admit(dataset, _key(query, auto,
+                                                   {"dry-run": secrets.token_hex(8)}, seed),
                                      events)
-        wanted = {**query.key(None, seed), "consistent": consistent}
+        wanted = {**_key(query, auto, None, seed), "consistent": consistent}
         if not verdict["admitted"] and not api.may_be_stored(ledger, dataset, wanted):
             parameters = dict(privacy_unit=privacy_unit, by=by, aggregations=aggregations,
                               delta=delta, keys=keys, max_groups=max_groups,
                               max_rows_per_group=max_rows_per_group, noise=noise,
                               budget_split=budget_split, grid_exponents=grid_exponents,
                               where=where)
-            raise api.refusal(ledger, dataset, verdict,
-                              admitted=_admission(ledger, dataset, parameters),
+            raise api.refusal(ledger, dataset, verdict,     # no search over 9 calibrations
+                              admitted=None if isinstance(max_groups, str) else
+                              _admission(ledger, dataset, parameters),
                               epsilon_range=EPSILON_RANGE)
     source = api.prepare_data(data, engine=engine)
     joined: list = []
@@ -423,10 +457,16 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
 
         def compute() -> dict:
             try:
-                exact = engines.run(plan, engine).groups
-                payload = release_payload(query.plan, query.aggregations, exact,
+                release_plan, calibrated, estimated = plan, query.plan, None
+                if auto is not None:      # after the charge: the pre-pass(es)
+                    release_plan, calibrated, estimated = auto.apply(
+                        plan, query.plan, engine, noise_source)
+                exact = engines.run(release_plan, engine).groups
+                payload = release_payload(calibrated, query.aggregations, exact,
                                           keys=query.keys, source=noise_source,
                                           consistent=consistent)
+                if estimated is not None:
+                    payload["auto_bounds"] = estimated
             except ComputationFailed:
                 raise
             except (ValueError, TypeError, LookupError, ArithmeticError, MemoryError,
@@ -435,15 +475,19 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
             return payload
 
         parameters = {**_parameters(query), "consistent": consistent}
+        if auto is not None:
+            parameters["epsilon"] = auto.epsilon
         if ledger is None:
             payload = compute()
+            _report_bounds(parameters, auto, payload)
             spent, guarantee = api._own_spending(events, query.delta, "fully-adaptive")
             return AggregateRelease(payload["rows"], payload["columns"], events, parameters,
                                     spent=spent, guarantee=guarantee,
                                     totals=payload.get("totals"))
-        key = {**query.key(fingerprint, seed), "consistent": consistent}
+        key = {**_key(query, auto, fingerprint, seed), "consistent": consistent}
         receipt = ledger.release_with_receipt(dataset, key, compute, events)
         payload = receipt.result
+        _report_bounds(parameters, auto, payload)
         return AggregateRelease(payload["rows"], payload["columns"], events, parameters,
                                 spent=api._ledger_spending(ledger, dataset, receipt.cached),
                                 cached=receipt.cached, totals=payload.get("totals"))
@@ -451,6 +495,21 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
         for prepared in joined:
             prepared.close()
         source.close()
+
+
+def _key(query: AggregateQuery, auto, data, seed) -> dict:
+    """The ledger key; with auto bounds their public plan too (the placeholder
+    range of an auto column is not a given range)."""
+    return {**query.key(data, seed), **({} if auto is None else auto.key())}
+
+
+def _report_bounds(parameters: dict, auto, payload: dict) -> None:
+    """The estimated bounds (noisy outputs) and their plan, in the parameters."""
+    if auto is not None:
+        estimated = payload.get("auto_bounds") or {}
+        parameters["auto_bounds"] = {**auto.describe(), "estimated": estimated}
+        if "max_groups" in estimated:
+            parameters["max_groups"] = estimated["max_groups"]
 
 
 def _parameters(query: AggregateQuery) -> dict:

@@ -68,7 +68,8 @@ def sql_parameters(query: str, *, tables: dict, privacy_unit: str, bounds: dict 
     if both:
         raise ValueError(f"table {both[0]!r} is declared both private (tables) and public "
                          f"(public_tables)")
-    parsed = parse_sql(query, bounds=bounds, privacy_unit=privacy_unit)
+    from privloss.api.auto_bounds import auto_sql_bounds
+    parsed = parse_sql(query, bounds=auto_sql_bounds(bounds), privacy_unit=privacy_unit)
     if parsed.table not in tables:
         where = "a public table" if parsed.table in public else "not declared"
         raise UnsupportedSql(f"the FROM table {parsed.table!r} must be a private table "

@@ -17,6 +17,15 @@ def _positive(text: str, name: str) -> int:
     return value
 
 
+def _max_groups(text: str):
+    """An integer, or text ('auto', privloss.api.auto_l0) that the API checks
+    (one line, exit 2, before anything is read)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
 def add_query_flags(parser) -> None:
     """Flags shared by ``aggregate`` and ``sql``."""
     parser.add_argument("--privacy-unit", required=True, metavar="COL",
@@ -30,8 +39,9 @@ def add_query_flags(parser) -> None:
     parser.add_argument("--keys", metavar="FILE", default=None,
                         help="CSV of public group keys (header: the by columns); released "
                              "complete. Without: groups above a noisy threshold (needs delta)")
-    parser.add_argument("--max-groups", type=lambda t: _positive(t, "max-groups"), default=1,
-                        help="groups per privacy unit (chosen at random), default 1")
+    parser.add_argument("--max-groups", type=_max_groups, default=1,
+                        help="groups per privacy unit (chosen at random), default 1; 'auto': "
+                             "a DP 95th percentile of groups per unit from 10%% of epsilon")
     parser.add_argument("--max-rows-per-group", type=lambda t: _positive(t, "max-rows-per-group"),
                         default=1, help="rows per privacy unit and group, default 1")
     parser.add_argument("--noise", choices=["laplace", "gaussian"], default="laplace")
@@ -63,9 +73,14 @@ def register(subparsers) -> None:
     parser.add_argument("--count", action="store_true", help="rows per group")
     parser.add_argument("--count-distinct", action="store_true",
                         help="privacy units per group")
-    parser.add_argument("--sum", action="append", default=[], metavar="COL:LOW:HIGH")
-    parser.add_argument("--mean", action="append", default=[], metavar="COL:LOW:HIGH")
-    parser.add_argument("--quantile", action="append", default=[], metavar="COL:LOW:HIGH:Q[,Q]")
+    auto = " (COL:auto: private bounds from 10%% of epsilon, docs/aggregate.md)"
+    parser.add_argument("--sum", action="append", default=[], metavar="COL:LOW:HIGH",
+                        help="sum of COL clamped to [LOW, HIGH]" + auto)
+    parser.add_argument("--mean", action="append", default=[], metavar="COL:LOW:HIGH",
+                        help="mean of COL clamped to [LOW, HIGH]" + auto)
+    parser.add_argument("--quantile", action="append", default=[], metavar="COL:LOW:HIGH:Q[,Q]",
+                        help="quantiles of COL over [LOW, HIGH] (COL:auto:Q[,Q]: private "
+                             "bounds)")
     parser.add_argument("--where", metavar="CONDITION", default=None,
                         help="keep only the rows where this SQL condition holds (comparisons, "
                              "IN, BETWEEN, IS NULL, LIKE, AND/OR/NOT, CAST; docs/sql.md); "
@@ -84,8 +99,10 @@ def _aggregations(args) -> list:
         out.append(Aggregation("count"))
     if args.count_distinct:
         out.append(Aggregation("count_distinct"))
+    from privloss.api.auto_bounds import parse_auto_spec
     for kind in ("sum", "mean", "quantile"):
-        out += [parse_value_spec(kind, text) for text in getattr(args, kind)]
+        out += [parse_auto_spec(kind, text) or parse_value_spec(kind, text)
+                for text in getattr(args, kind)]
     if not out:
         raise ValueError("give at least one of --count, --count-distinct, --sum, --mean, "
                          "--quantile")
@@ -164,6 +181,11 @@ def run_query(args, data, by, aggregations, where=None, joins=(), join_truncatio
     for row in release.rows:
         print("\t".join([*map(str, row["group"]),
                          *(f"{row['values'][c]:.6g}" for c in release.columns)]))
+    estimated = dict((release.parameters.get("auto_bounds") or {}).get("estimated") or {})
+    if "max_groups" in estimated:
+        print(f"# max-groups {estimated.pop('max_groups')} (private estimate, charged above)")
+    for column, (low, high) in estimated.items():
+        print(f"# bounds of {column}: [{low:g}, {high:g}] (private estimates, charged above)")
     print(f"# epsilon spent {release.spent.get('epsilon'):.6g}; 95% intervals with --json")
     return 0
 
@@ -183,6 +205,18 @@ def _print_plan(planned: dict) -> None:
               f"{m['step']}; 95% half-width {width:.6g}")
     if planned.get("split"):
         print(f"  split      {planned['split']['rule']}")
+    auto = planned.get("auto_bounds") or {}
+    if "max_groups" in auto:
+        groups = auto["max_groups"]
+        print(f"  max-groups auto: {100 * groups['share_of_epsilon']:g}% of epsilon, DP "
+              f"quantile {groups['level']:g} of groups per unit over {groups['candidates']}, "
+              f"epsilon {groups['epsilon']:.6g}; the release is charged as "
+              f"{groups['events'][1]} (shares above: for max-groups 1)")
+    if "columns" in auto:
+        print(f"  bounds auto for {', '.join(auto['columns'])}: "
+              f"{100 * auto['share_of_epsilon']:g}% of epsilon, DP quantiles "
+              f"{auto['levels'][0]:g} and {auto['levels'][1]:g} over {auto['candidates']}, "
+              f"epsilon {auto['epsilon_per_estimate']:.6g} each (shares above: of the rest)")
     g = planned["guarantee"]
     print(f"  guarantee epsilon = {g['epsilon']:.10g} at delta = {g['delta']:g} "
           f"(bound: {g['bound']})")

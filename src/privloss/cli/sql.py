@@ -70,11 +70,14 @@ def run(args) -> int:
     tables = _pairs(args.table, "--table", "NAME=PATH")
     bounds = {}
     for name, text in _pairs(args.bounds, "--bounds", "COL=LOW:HIGH").items():
+        if text.strip().lower() == "auto":      # private bounds (privloss.api.auto_bounds)
+            bounds[name] = "auto"
+            continue
         low, sep, high = text.partition(":")
         try:
             bounds[name] = (float(low), float(high))
         except ValueError:
-            raise CommandError(f"--bounds must be COL=LOW:HIGH with numbers, got "
+            raise CommandError(f"--bounds must be COL=LOW:HIGH with numbers or COL=auto, got "
                                f"{name}={text!r}") from None
     public = _pairs(args.public_table, "--public-table", "NAME=PATH")
     try:

@@ -129,6 +129,9 @@ class QueryPlan:
     budget_split: dict | None = None
     joins: tuple = ()
     join_truncation: int | None = None
+    #: value column -> increasing grid-unit thresholds t: per group, the number of
+    #: kept non-null rows with units <= t (the ranks private bounds read)
+    rank_thresholds: dict = field(default_factory=dict)
 
     def __post_init__(self):
         roles = self.roles or ("privacy_unit", "by")
@@ -152,6 +155,12 @@ class QueryPlan:
         missing = [c for c in self.value_columns if c not in self.grids]
         if missing:
             raise ValueError(f"value columns without a grid: {missing}")
+        for column, thresholds in self.rank_thresholds.items():
+            if column not in self.value_columns or not thresholds or any(
+                    isinstance(t, bool) or not isinstance(t, int) for t in thresholds) or \
+                    list(thresholds) != sorted(set(thresholds)):
+                raise ValueError(f"rank thresholds of {column!r} must be increasing integers "
+                                 f"of a value column")
         if self.keys is not None:
             object.__setattr__(self, "keys", tuple(tuple(key) for key in self.keys))
         if self.where is not None:
@@ -194,7 +203,8 @@ class QueryPlan:
 class GroupStatistics:
     """What an engine returns for a plan: one dict per group (``group`` tuple,
     ``distinct``, ``rows``, ``sum`` and ``nonnull`` per value column, ``bins``
-    per quantile column) and ``total_groups``, the number of groups with at
+    per quantile column, ``ranks`` per rank-threshold column: the counts of
+    kept rows at or below each threshold) and ``total_groups``, the number of groups with at
     least one kept row (it stays inside the library: with ``top`` it only says
     whether the list was cut)."""
 

@@ -88,6 +88,15 @@ def run(plan: QueryPlan, engine: str = "duckdb") -> GroupStatistics:
     return engine_module(engine).run(plan)
 
 
+def groups_per_unit(plan: QueryPlan, thresholds, engine: str = "duckdb") -> tuple:
+    """``(units, counts)``: per threshold, the units with at most that many
+    distinct groups in ``plan``'s source (DuckDB only; ``ValueError`` else)."""
+    module = engine_module(engine)
+    if not hasattr(module, "groups_per_unit"):
+        raise ValueError(f"max_groups 'auto' runs on the duckdb engine only, got {engine!r}")
+    return module.groups_per_unit(plan, thresholds)
+
+
 def _bounding_seed(seed, source) -> int:
     from privloss.query.bounding import SelectionKey
     if seed is None:

@@ -18,6 +18,7 @@ from privloss.query.bounding import (CANONICAL_INTEGER, LANE_BITS, LANE_MASK,
                                          text_code_digits)
 
 __all__ = ["Dialect", "DUCKDB", "SPARK", "BoundedSql", "bounded_sql", "coded_pairs_sql",
+           "groups_per_unit_sql",
            "MISSING_UNITS", "JoinSql", "joined_sql"]
 
 #: row code of a missing value (grid units are below 2^51 in magnitude)
@@ -207,7 +208,8 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
                 value_text: list, unit_integer: bool, group_integer: bool, key_codes,
                 max_groups: int | None, max_rows: int, group_key: SelectionKey,
                 row_key: SelectionKey, quantile_columns: list, bins: int,
-                top: int | None = None, coded_source: str | None = None) -> BoundedSql:
+                top: int | None = None, coded_source: str | None = None,
+                rank_thresholds: dict | None = None) -> BoundedSql:
     """The bounded aggregation over ``source`` (columns u, g0.., v0..): the one
     compilation of a :class:`~privloss.query.plan.QueryPlan`'s bounding and
     statistics, for both dialects.
@@ -223,6 +225,10 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
     and counts ``least(c, max_rows)``; with value columns each (unit, group)
     keeps its ``max_rows`` rows of smallest
     ``(row_key(code(u), code(row)), code(row), units..)``.
+
+    ``rank_thresholds`` (value column index -> increasing integer grid units
+    ``t``): after the other outputs, per group and threshold the count of kept
+    rows with ``units <= t`` (``rank_i_j``), in index order.
 
     ``coded_source`` (count-only plans): a table holding
     :func:`coded_pairs_sql` of the source, read instead of grouping and
@@ -296,8 +302,26 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
             continue
         bin_queries[i] = (f"SELECT {glist}, {bin_sql} AS bin, count(*) AS n FROM kept "
                           f"WHERE w{i} IS NOT NULL GROUP BY {glist}, {bin_sql}")
+    for i, thresholds in sorted((rank_thresholds or {}).items()):
+        outputs += [f"count(CASE WHEN w{i} <= {int(t)} THEN 1 END) AS rank_{i}_{j}"
+                    for j, t in enumerate(thresholds)]
     main = f"SELECT {glist}, " + ", ".join(outputs) + f" FROM kept GROUP BY {glist}"
     return BoundedSql("WITH " + ",\n".join(ctes), _top(glist, main, top), bin_queries)
+
+
+def groups_per_unit_sql(source: str, *, groups: int, thresholds) -> str:
+    """One row over ``source`` (columns u, g0..): the number of units (null
+    unit or group dropped) and, per integer threshold ``t``, the number of
+    units with at most ``t`` distinct groups (``at_most_j``), before any
+    bounding.  Standard SQL, both dialects."""
+    gcols = [f"g{i}" for i in range(groups)]
+    glist = ", ".join(gcols)
+    not_null = " AND ".join(["u IS NOT NULL"] + [f"{g} IS NOT NULL" for g in gcols])
+    counts = ", ".join(f"count(CASE WHEN k <= {int(t)} THEN 1 END) AS at_most_{j}"
+                       for j, t in enumerate(thresholds))
+    return (f"SELECT count(*) AS units, {counts} FROM (SELECT u, count(*) AS k FROM "
+            f"(SELECT DISTINCT u, {glist} FROM {source} WHERE {not_null}) AS pairs "
+            f"GROUP BY u) AS per_unit")
 
 
 @dataclass(frozen=True)

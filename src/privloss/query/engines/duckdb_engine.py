@@ -407,7 +407,9 @@ def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_sour
         group_key=SelectionKey.from_seed(plan.seed),
         row_key=SelectionKey.from_seed(plan.seed + ROW_SEED_OFFSET),
         quantile_columns=[plan.value_columns.index(c) for c in plan.quantile_columns],
-        bins=plan.quantile_bins, top=plan.top, coded_source=coded_source)
+        bins=plan.quantile_bins, top=plan.top, coded_source=coded_source,
+        rank_thresholds={plan.value_columns.index(c): tuple(t)
+                         for c, t in plan.rank_thresholds.items()})
 
 
 def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None,
@@ -434,11 +436,38 @@ def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None,
         else:
             bins = {column: histograms.get((values.index(column), raw), {})
                     for column in plan.quantile_columns}
+        at = width + (len(plan.quantile_columns) if histograms is None else 0)
+        ranks = {}
+        for index, column in sorted((values.index(c), c) for c in plan.rank_thresholds):
+            size = len(plan.rank_thresholds[column])
+            ranks[column] = [int(c) for c in rest[at:at + size]]
+            at += size
         out.append({"group": group, "distinct": int(row[groups]), "rows": int(row[groups + 1]),
+                    "ranks": ranks,
                     "sum": {v: int(rest[2 * i] or 0) for i, v in enumerate(values)},
                     "nonnull": {v: int(rest[2 * i + 1]) for i, v in enumerate(values)},
                     "bins": bins})
     return GroupStatistics(out, total if plan.top is not None else len(out))
+
+
+def groups_per_unit(plan: QueryPlan, thresholds) -> tuple:
+    """``(units, [#units with at most t groups for t in thresholds])`` over
+    ``plan``'s source after its joins and filter, before the bounding
+    (:func:`~privloss.query.engines._sql.groups_per_unit_sql`).  Errors as
+    :func:`run`'s."""
+    from privloss.query.engines._sql import groups_per_unit_sql
+
+    duckdb, inp, source, projected, _, _ = _opened(plan)
+    try:
+        text = groups_per_unit_sql("privloss_source", groups=len(plan.by),
+                                   thresholds=thresholds)
+        try:
+            row = projected.query("privloss_source", text).fetchall()[0]
+        except duckdb.Error as error:
+            raise computation_failed(error, f"duckdb, {describe_input(inp)}") from None
+    finally:
+        source.close()
+    return int(row[0]), [int(c) for c in row[1:]]
 
 
 def run(plan: QueryPlan) -> GroupStatistics:

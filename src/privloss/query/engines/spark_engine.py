@@ -293,7 +293,9 @@ def run(plan: QueryPlan) -> GroupStatistics:
                 group_key=SelectionKey.from_seed(plan.seed),
                 row_key=SelectionKey.from_seed(plan.seed + ROW_SEED_OFFSET),
                 quantile_columns=[plan.value_columns.index(c) for c in plan.quantile_columns],
-                bins=plan.quantile_bins, top=plan.top)
+                bins=plan.quantile_bins, top=plan.top,
+                rank_thresholds={plan.value_columns.index(c): tuple(t)
+                                 for c, t in plan.rank_thresholds.items()})
             kept = session.sql(built.with_clause + "\nSELECT * FROM kept").cache()
             kept_view = source + "_kept"
             kept.createOrReplaceTempView(kept_view)
