@@ -8,12 +8,15 @@ from privloss.cli._common import CommandError, print_json
 
 
 def _positive(text: str, name: str) -> int:
+    """An integer >= 1 (an argparse type: its error is argparse's one line, exit 2;
+    a CommandError raised here would escape argparse as a traceback)."""
     try:
         value = int(text)
     except ValueError:
-        raise CommandError(f"--{name} must be an integer >= 1, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"--{name} must be an integer >= 1, got {text!r}") \
+            from None
     if value < 1:
-        raise CommandError(f"--{name} must be an integer >= 1, got {value}")
+        raise argparse.ArgumentTypeError(f"--{name} must be an integer >= 1, got {value}")
     return value
 
 
