@@ -47,3 +47,23 @@ def test_group_bounds_out_of_range(capsys, setup, command, flag, value):
     assert len(err.strip().splitlines()) == 1, err
     assert flag in err and value in err and "integer >= 1" in err
     assert releases(ledger) == 0
+
+
+@pytest.mark.parametrize("extra", [[], ["--rollup"]])
+@pytest.mark.parametrize("command", ["aggregate", "sql"])
+def test_missing_keys_file_names_the_flag(capsys, setup, tmp_path, command, extra):
+    data, ledger = setup
+    missing = tmp_path / "no-keys.csv"
+    if command == "aggregate":
+        argv = ["aggregate", str(data), "--by", "country", "--count", *extra]
+    else:
+        group = "ROLLUP(country)" if extra else "country"
+        argv = ["sql", f"SELECT country, COUNT(*) FROM t GROUP BY {group}",
+                "--table", f"t={data}"]
+    argv += ["--privacy-unit", "user", "--epsilon", "0.5", "--keys", str(missing),
+             "--ledger", str(ledger), "--dataset", "d"]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert "--keys" in err and str(missing) in err and "Errno" not in err
+    assert releases(ledger) == 0

@@ -20,6 +20,19 @@ def _positive(text: str, name: str) -> int:
     return value
 
 
+def keys_of(args, by) -> list | None:
+    """The public keys of ``--keys FILE`` (None without it); an unreadable file is
+    one line naming the flag (exit 2), before anything is read or charged."""
+    if args.keys is None:
+        return None
+    from privloss.query.keys import read_keys_file
+    try:
+        return read_keys_file(args.keys, tuple(by))
+    except OSError as error:
+        raise CommandError(f"--keys: cannot read {args.keys!r}: "
+                           f"{error.strerror or error}") from None
+
+
 def add_query_flags(parser) -> None:
     """Flags shared by ``aggregate`` and ``sql``."""
     parser.add_argument("--privacy-unit", required=True, metavar="COL",
@@ -99,7 +112,6 @@ def run_query(args, data, by, aggregations, where=None, joins=(), join_truncatio
               rollup: bool = False) -> int:
     """Dry run or release of a checked query; prints the result."""
     from privloss.api.aggregate import aggregate, plan_aggregate
-    from privloss.query.keys import read_keys_file
     from privloss.query.errors import ComputationFailed
     from privloss.cli.ledger import ledger_errors, open_ledger_from_args
     from privloss.cli._accuracy import check_accuracy_flags, plan_of, write_plot
@@ -112,7 +124,7 @@ def run_query(args, data, by, aggregations, where=None, joins=(), join_truncatio
         from privloss.cli._rollup import run_rollup
         return run_rollup(args, data, by, aggregations, where)
     with ledger_errors():
-        keys = None if args.keys is None else read_keys_file(args.keys, tuple(by))
+        keys = keys_of(args, by)
         parameters = dict(privacy_unit=args.privacy_unit, by=by, aggregations=aggregations,
                           epsilon=args.epsilon, delta=args.delta, keys=keys,
                           max_groups=args.max_groups,
