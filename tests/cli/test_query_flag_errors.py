@@ -14,8 +14,8 @@ from privloss.cli.main import main  # noqa: E402
 @pytest.fixture()
 def setup(tmp_path, capsys):
     data = tmp_path / "orders.csv"
-    data.write_text("user,country\n" + "".join(f"u{i},{'FR' if i % 2 else 'DE'}\n"
-                                                for i in range(20)))
+    data.write_text("user,country,amount\n" + "".join(
+        f"u{i},{'FR' if i % 2 else 'DE'},{i % 7}\n" for i in range(20)))
     ledger = tmp_path / "ledger.sqlite"
     assert main(["ledger", "create", "--ledger", str(ledger), "--dataset", "d",
                  "--budget-epsilon", "1", "--budget-delta", "1e-5", "--no-witness"]) == 0
@@ -67,3 +67,17 @@ def test_missing_keys_file_names_the_flag(capsys, setup, tmp_path, command, extr
     assert out == "" and len(err.strip().splitlines()) == 1, err
     assert "--keys" in err and str(missing) in err and "Errno" not in err
     assert releases(ledger) == 0
+
+
+def test_dry_run_states_a_quantile_rank_error_not_a_half_width(capsys, setup):
+    data, _ = setup
+    code = main(["sql", "SELECT country, COUNT(*), MEDIAN(amount) FROM t GROUP BY country",
+                 "--table", f"t={data}", "--privacy-unit", "user", "--bounds", "amount=0:10",
+                 "--epsilon", "1", "--delta", "1e-6", "--dry-run"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    quantile = next(line for line in out.splitlines() if "quantile:amount:0.5" in line)
+    assert "95% rank error" in quantile and quantile.endswith(" rows")
+    assert "half-width" not in quantile
+    rows = next(line for line in out.splitlines() if line.strip().startswith("rows "))
+    assert "95% half-width" in rows

@@ -192,10 +192,12 @@ def _print_plan(planned: dict) -> None:
     if planned.get("where"):
         print(f"  rows kept where {planned['where']} (a filter: no privacy cost)")
     for m in planned["measurements"]:
-        width = m.get("ci95_half_width", m.get("ci95_rank_error"))
+        # a quantile's accuracy is a rank error (rows), not a half-width in its units
+        accuracy = (f"95% half-width {m['ci95_half_width']:.6g}" if "ci95_half_width" in m
+                    else f"95% rank error {m['ci95_rank_error']:.6g} rows")
         share = "" if m.get("share") is None else f"share {100 * m['share']:.1f}%; "
         print(f"  {m['measurement']:<28} {share}epsilon alone {m['epsilon_alone']:.6g}; "
-              f"{m['step']}; 95% half-width {width:.6g}")
+              f"{m['step']}; {accuracy}")
     if planned.get("split"):
         print(f"  split      {planned['split']['rule']}")
     g = planned["guarantee"]
