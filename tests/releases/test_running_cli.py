@@ -147,6 +147,8 @@ def test_ledger_charges_once_and_refuses_with_exit_3(tmp_path, capsys):
     (["--count", "--epsilon", "1", "--noise", "gaussian"], "delta must be in (0, 1) with Gaussian"),
     (["--sum", "amount:5:1", "--epsilon", "1"], "--sum needs LOW <= HIGH"),
     (["--sum", "amount:0.5:1", "--epsilon", "1"], "--sum bounds must be integers"),
+    (["--count", "--epsilon", "1", "--end", "9999-12-31"],     # was "start..--end"
+     "--start..--end must hold at most 1048576 periods"),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, capsys, flags, message):
     code, out, err = _run(capsys, *_common(_csv(tmp_path), *flags))

@@ -34,12 +34,12 @@ def run_rollup(args, data, by, aggregations, where=None) -> int:
     from privloss.api.rollup import plan_rollup, rollup
     from privloss.cli.ledger import open_ledger_from_args
     from privloss.query.errors import ComputationFailed
-    from privloss.query.keys import read_keys_file
+    from privloss.cli.aggregate import keys_of
 
     with _errors():
         if args.epsilon == "max":
             raise CommandError("--epsilon max is not available for a rollup: give a number")
-        keys = None if args.keys is None else read_keys_file(args.keys, tuple(by))
+        keys = keys_of(args, by)
         parameters = dict(privacy_unit=args.privacy_unit, by=by, aggregations=aggregations,
                           epsilon=args.epsilon, delta=args.delta, keys=keys,
                           max_groups=args.max_groups,

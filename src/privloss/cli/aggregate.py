@@ -8,22 +8,41 @@ from privloss.cli._common import CommandError, print_json
 
 
 def _positive(text: str, name: str) -> int:
+    """An integer >= 1 (an argparse type: its error is argparse's one line, exit 2;
+    a CommandError raised here would escape argparse as a traceback)."""
     try:
         value = int(text)
     except ValueError:
-        raise CommandError(f"--{name} must be an integer >= 1, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"--{name} must be an integer >= 1, got {text!r}") \
+            from None
     if value < 1:
-        raise CommandError(f"--{name} must be an integer >= 1, got {value}")
+        raise argparse.ArgumentTypeError(f"--{name} must be an integer >= 1, got {value}")
     return value
 
 
 def _max_groups(text: str):
-    """An integer, or text ('auto', privloss.api.auto_l0) that the API checks
-    (one line, exit 2, before anything is read)."""
+    """An integer >= 1, or 'auto' (privloss.api.auto_l0): argparse's one line
+    (exit 2) otherwise, before anything is read."""
+    if text.strip().lower() == "auto":
+        return "auto"
     try:
-        return int(text)
-    except ValueError:
-        return text
+        return _positive(text, "max-groups")
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"--max-groups must be an integer >= 1 or 'auto', "
+                                         f"got {text!r}") from None
+
+
+def keys_of(args, by) -> list | None:
+    """The public keys of ``--keys FILE`` (None without it); an unreadable file is
+    one line naming the flag (exit 2), before anything is read or charged."""
+    if args.keys is None:
+        return None
+    from privloss.query.keys import read_keys_file
+    try:
+        return read_keys_file(args.keys, tuple(by))
+    except OSError as error:
+        raise CommandError(f"--keys: cannot read {args.keys!r}: "
+                           f"{error.strerror or error}") from None
 
 
 def add_query_flags(parser) -> None:
@@ -113,7 +132,6 @@ def run_query(args, data, by, aggregations, where=None, joins=(), join_truncatio
               rollup: bool = False) -> int:
     """Dry run or release of a checked query; prints the result."""
     from privloss.api.aggregate import aggregate, plan_aggregate
-    from privloss.query.keys import read_keys_file
     from privloss.query.errors import ComputationFailed
     from privloss.cli.ledger import ledger_errors, open_ledger_from_args
     from privloss.cli._accuracy import check_accuracy_flags, plan_of, write_plot
@@ -126,7 +144,7 @@ def run_query(args, data, by, aggregations, where=None, joins=(), join_truncatio
         from privloss.cli._rollup import run_rollup
         return run_rollup(args, data, by, aggregations, where)
     with ledger_errors():
-        keys = None if args.keys is None else read_keys_file(args.keys, tuple(by))
+        keys = keys_of(args, by)
         parameters = dict(privacy_unit=args.privacy_unit, by=by, aggregations=aggregations,
                           epsilon=args.epsilon, delta=args.delta, keys=keys,
                           max_groups=args.max_groups,
@@ -199,10 +217,12 @@ def _print_plan(planned: dict) -> None:
     if planned.get("where"):
         print(f"  rows kept where {planned['where']} (a filter: no privacy cost)")
     for m in planned["measurements"]:
-        width = m.get("ci95_half_width", m.get("ci95_rank_error"))
+        # a quantile's accuracy is a rank error (rows), not a half-width in its units
+        accuracy = (f"95% half-width {m['ci95_half_width']:.6g}" if "ci95_half_width" in m
+                    else f"95% rank error {m['ci95_rank_error']:.6g} rows")
         share = "" if m.get("share") is None else f"share {100 * m['share']:.1f}%; "
         print(f"  {m['measurement']:<28} {share}epsilon alone {m['epsilon_alone']:.6g}; "
-              f"{m['step']}; 95% half-width {width:.6g}")
+              f"{m['step']}; {accuracy}")
     if planned.get("split"):
         print(f"  split      {planned['split']['rule']}")
     auto = planned.get("auto_bounds") or {}

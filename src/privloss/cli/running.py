@@ -14,8 +14,9 @@ _FLAGS = {"privacy_unit": "--privacy-unit", "time_column": "--time-column",
           "max_periods_per_unit": "--max-periods-per-unit",
           "max_rows_per_period": "--max-rows-per-period", "count_distinct": "--count-distinct",
           "value column": "--sum column", "start": "--start", "end": "--end",
-          "period": "--period", "sum": "--sum", "noise": "--noise"}
-_NAMES = re.compile(r"(?<![-\w])(" + "|".join(re.escape(name) for name in _FLAGS)
+          "period": "--period", "sum": "--sum", "noise": "--noise",
+          "start..end": "--start..--end"}
+_NAMES = re.compile(r"(?<![-\w.])(" + "|".join(re.escape(name) for name in _FLAGS)
                     + r")(?= must| needs| bounds| ')")
 
 
