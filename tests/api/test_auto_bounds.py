@@ -315,9 +315,12 @@ def test_auto_max_groups_dry_run_and_cli(tmp_path, capsys):
     _units_frame().to_csv(data, index=False)
     flags = ["aggregate", str(data), "--privacy-unit", "uid", "--by", "g", "--count",
              "--epsilon", "40", "--delta", "1e-6", "--seed", "3"]
-    assert main([*flags, "--max-groups", "autox"]) == 2
+    with pytest.raises(SystemExit) as stopped:     # argparse's own one line, exit 2
+        main([*flags, "--max-groups", "autox"])
+    assert stopped.value.code == 2
     err = capsys.readouterr().err
-    assert "max_groups must be an integer >= 1 or 'auto'" in err and err.count("\n") == 1
+    assert "--max-groups must be an integer >= 1 or 'auto'" in err
+    assert err.strip().splitlines()[-1].startswith("privloss aggregate: error:")
     assert main([*flags, "--max-groups", "auto", "--dry-run"]) == 0
     assert "max-groups auto: 10% of epsilon" in capsys.readouterr().out
     assert main([*flags, "--max-groups", "auto"]) == 0
