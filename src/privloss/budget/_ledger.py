@@ -263,9 +263,10 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
         if cap is None:
             return dataset
         policy = dataset.policy
-        if dataset.interaction == "fully-adaptive":
-            from privloss.accounting.fully_adaptive import default_policy
-            policy = json.dumps(default_policy(*cap).to_dict(), allow_nan=False)
+        if dataset.interaction == "fully-adaptive":      # the dataset's declared mix
+            from privloss.accounting.fully_adaptive import default_policy, mix_of
+            policy = json.dumps(default_policy(*cap, mix_of(json.loads(policy))).to_dict(),
+                                allow_nan=False)
         return Dataset(dataset.name, cap[0], cap[1], dataset.interaction, policy, dataset.plan,
                        dataset.note, dataset.created)
 
@@ -300,7 +301,7 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
     # ---- datasets ----------------------------------------------------------------
     def create_dataset(self, name: str, *, epsilon: float | None, delta: float = 0.0,
                        interaction: Interaction | str = Interaction.FULLY_ADAPTIVE,
-                       plan=None) -> dict:
+                       plan=None, mix: str = "mixed") -> dict:
         """Add a dataset with a total budget (epsilon > 0, 0 <= delta < 1) and an
         interaction model; returns :meth:`show`.
 
@@ -311,7 +312,9 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
         from earlier outputs); ``show`` reports it as ``odometer``.
 
         ``fully-adaptive`` (default): parameters may be chosen from earlier
-        outputs; filter-valid rules only, with a policy fixed now. ``adaptive``
+        outputs; filter-valid rules only, with a policy fixed now from the
+        declared ``mix`` (``mixed``, ``pure`` or ``gaussian``:
+        :func:`privloss.accounting.fully_adaptive.default_policy`). ``adaptive``
         / ``setwise``: ``plan`` (a sequence of :class:`PlanItem`) is required
         and must fit the budget as a whole (else :class:`LedgerPlanError` saying
         by how much). Raises :class:`DatasetExistsError` if the name is taken:
@@ -322,6 +325,10 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
         epsilon = math.inf if odometer else check_positive("epsilon", epsilon)
         delta = check_probability("delta", delta, closed_upper=False)
         interaction = _check_interaction(interaction)
+        from privloss.accounting.fully_adaptive import MIXES
+        if mix not in MIXES or (mix != "mixed" and interaction != "fully-adaptive"):
+            raise ValueError(f"mix must be one of {', '.join(MIXES)} (a fully-adaptive "
+                             f"budget's filter split), got {mix!r}")
         policy_text = plan_text = None
         if odometer:
             if interaction != "fully-adaptive" or plan is not None:
@@ -333,7 +340,8 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                 raise LedgerPlanError("a fully-adaptive budget takes no plan (a plan is for "
                                       "'adaptive' or 'setwise')")
             from privloss.accounting.fully_adaptive import default_policy
-            policy_text = json.dumps(default_policy(epsilon, delta).to_dict(), allow_nan=False)
+            policy_text = json.dumps(default_policy(epsilon, delta, mix).to_dict(),
+                                     allow_nan=False)
         else:
             plan_text = _plan.plan_to_text(_plan.check_plan(plan, interaction, epsilon, delta))
         with self._write() as conn:

@@ -139,6 +139,11 @@ def register(subparsers) -> None:
                         help="fully-adaptive (default): choose each release's parameters as "
                         "you go (filter rules); adaptive: a preregistered --plan used in order; "
                         "setwise: a --plan used in any order (tight bounds; docs/ledger.md)")
+    create.add_argument("--mix", default="mixed", choices=["mixed", "pure", "gaussian"],
+                        help="the releases a fully-adaptive budget will see, which sets its "
+                             "filter's delta split: mixed (default: any release), pure (no "
+                             "release delta: pure DP, bounded range, Laplace), gaussian "
+                             "(Gaussian noise); docs/accounting.md")
     create.add_argument("--plan", metavar="FILE", default=None,
                         help="TOML or JSON list of the planned releases (required by adaptive "
                              "and setwise); e.g. [[release]] command=\"topk\" "
@@ -239,6 +244,9 @@ def run_create(args) -> int:
     if args.interaction == "fully-adaptive" and args.plan is not None:
         raise CommandError("--plan goes with --interaction adaptive or setwise; a "
                            "fully-adaptive budget needs no plan")
+    if args.interaction != "fully-adaptive" and args.mix != "mixed":
+        raise CommandError(f"--mix {args.mix} sets a fully-adaptive budget's filter split; "
+                           f"--interaction {args.interaction} follows its --plan")
     if args.interaction != "fully-adaptive":
         if args.plan is None:
             raise CommandError(f"--interaction {args.interaction} needs --plan FILE: its "
@@ -264,7 +272,8 @@ def run_create(args) -> int:
                 os.unlink(key_file)
             raise
         summary = ledger.create_dataset(args.dataset, epsilon=args.epsilon, delta=delta,
-                                        interaction=args.interaction, plan=plan)
+                                        interaction=args.interaction, plan=plan,
+                                        mix=args.mix)
     if args.delta is None and not args.odometer:
         warn("privloss: warning: no --delta budget (--budget-delta): the budget's delta is 0, "
              "so releases with a "

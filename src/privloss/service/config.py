@@ -27,6 +27,7 @@ Definition
     epsilon = 1.0
     delta = 1e-6
     interaction = "fully-adaptive"    # or "adaptive" / "setwise" with plan = "plan.toml"
+    mix = "pure"                      # optional: the releases it will see (mixed, pure, gaussian)
     window_days = 30                  # optional: a fresh budget every 30 days
     public_tables = { fx = "fx.parquet" }   # optional: public tables of this dataset's SQL
 
@@ -93,6 +94,7 @@ class DatasetConfig:
     window_days: int | None = None
     version: str | None = None
     public_tables: dict = field(default_factory=dict)
+    mix: str = "mixed"
 
     @property
     def engine(self) -> str:
@@ -164,7 +166,8 @@ def _dataset(entry, base: Path, number: int) -> DatasetConfig:
     if not isinstance(entry, dict):
         _fail(where, "must be a table")
     known = {"name", "path", "sql", "tables", "spark_table", "user_column", "columns", "epsilon",
-             "delta", "interaction", "plan", "window_days", "version", "public_tables"}
+             "delta", "interaction", "plan", "window_days", "version", "public_tables",
+             "mix"}
     unknown = sorted(set(entry) - known)
     if unknown:
         _fail(where, f"unknown field(s) {', '.join(unknown)} (allowed: {', '.join(sorted(known))})")
@@ -196,6 +199,11 @@ def _dataset(entry, base: Path, number: int) -> DatasetConfig:
     plan = entry.get("plan")
     if (plan is None) != (interaction == "fully-adaptive"):
         _fail(where, "a plan file goes with interaction adaptive or setwise (and only then)")
+    mix = entry.get("mix", "mixed")
+    if mix not in ("mixed", "pure", "gaussian") or (mix != "mixed"
+                                                    and interaction != "fully-adaptive"):
+        _fail(where, f"mix must be mixed, pure or gaussian (a fully-adaptive budget's filter "
+                     f"split), got {mix!r}")
     window = entry.get("window_days")
     if window is not None and (isinstance(window, bool) or not isinstance(window, int)
                                or not 1 <= window <= 3660):
@@ -223,7 +231,7 @@ def _dataset(entry, base: Path, number: int) -> DatasetConfig:
         path=None if "path" not in entry else _path(base, entry["path"], where, "path"),
         sql=sql, spark_table=spark, tables=tables,
         plan=None if plan is None else _path(base, plan, where, "plan"),
-        window_days=window, version=version)
+        window_days=window, version=version, mix=mix)
 
 
 def _public_tables(value, base: Path, where: str) -> dict:

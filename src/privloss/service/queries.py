@@ -102,7 +102,8 @@ def ensure_dataset(ledger, dataset, name: str | None = None) -> str:
     plan = None if dataset.plan is None else _plan_items(dataset)
     try:
         ledger.create_dataset(name, epsilon=dataset.epsilon, delta=dataset.delta,
-                              interaction=dataset.interaction, plan=plan)
+                              interaction=dataset.interaction, plan=plan,
+                              mix=dataset.mix)
     except DatasetExistsError:
         pass
     _EXISTING.add((ledger.path, name))

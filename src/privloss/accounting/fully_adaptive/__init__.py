@@ -17,9 +17,9 @@ The rules and the proof that their combination is a valid filter are in
 
 from __future__ import annotations
 
-from privloss.accounting.fully_adaptive.rules import (FilterPolicy, FilterStatus, RULES, check,
-                                              default_policy)
+from privloss.accounting.fully_adaptive.rules import (MIXES, RULES, FilterPolicy, FilterStatus,
+                                                      check, default_policy, mix_of)
 from privloss.accounting.fully_adaptive.release import RENYI_ORDERS, ReleaseGuarantee, release_guarantee
 
 __all__ = ["ReleaseGuarantee", "release_guarantee", "FilterPolicy", "default_policy",
-           "FilterStatus", "check", "RULES", "RENYI_ORDERS"]
+           "FilterStatus", "check", "RULES", "RENYI_ORDERS", "MIXES", "mix_of"]

@@ -152,6 +152,17 @@ def default_policy(epsilon: float, delta: float, mix: str = "mixed") -> FilterPo
     return FilterPolicy(epsilon, delta, ("basic", "zcdp", "renyi"), (0.0, zcdp, renyi))
 
 
+def mix_of(policy: dict) -> str:
+    """The declared mix a stored :func:`default_policy` was made for (``mixed``
+    for any other policy: its split holds for any release)."""
+    rules = tuple(policy.get("rules", ())) if isinstance(policy, dict) else ()
+    if rules == ("gdp", "zcdp"):
+        return "gaussian"
+    if rules == ("basic", "zcdp"):
+        return "pure"
+    return "mixed"
+
+
 @dataclass(frozen=True)
 class FilterStatus:
     """The answer of :func:`check`.
