@@ -81,3 +81,22 @@ def test_dry_run_states_a_quantile_rank_error_not_a_half_width(capsys, setup):
     assert "half-width" not in quantile
     rows = next(line for line in out.splitlines() if line.strip().startswith("rows "))
     assert "95% half-width" in rows
+
+
+@pytest.mark.parametrize("command", ["aggregate", "sql"])
+@pytest.mark.parametrize("value", ["0", "-1", "101", "inf", "nan"])
+def test_epsilon_out_of_range_states_the_one_range(capsys, setup, command, value):
+    data, ledger = setup
+    if command == "aggregate":
+        argv = ["aggregate", str(data), "--by", "country", "--count"]
+    else:
+        argv = ["sql", "SELECT country, COUNT(*) FROM t GROUP BY country", "--table", f"t={data}"]
+    argv += ["--privacy-unit", "user", "--epsilon", value, "--ledger", str(ledger),
+             "--dataset", "d"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--epsilon" in err and value in err
+    assert "(0, 100]" in err or "must be a number" in err
+    assert releases(ledger) == 0

@@ -33,12 +33,20 @@ def keys_of(args, by) -> list | None:
                            f"{error.strerror or error}") from None
 
 
+def _query_epsilon(text: str):
+    """``max`` or an epsilon in (0, 100], the range privloss.query.spec checks
+    (so that 0 and 101 are refused with the same range)."""
+    if text.strip().lower() == "max":
+        return "max"
+    from privloss.cli._parse import in_range
+    return in_range(text, "epsilon", 0.0, 100.0, low_open=True)
+
+
 def add_query_flags(parser) -> None:
     """Flags shared by ``aggregate`` and ``sql``."""
     parser.add_argument("--privacy-unit", required=True, metavar="COL",
                         help="column identifying a privacy unit (the protected person)")
-    from privloss.cli._release import epsilon_flag
-    parser.add_argument("--epsilon", default=None, type=epsilon_flag, metavar="E",
+    parser.add_argument("--epsilon", default=None, type=_query_epsilon, metavar="E",
                         help="total epsilon; 'max': the largest that still fits the "
                              "ledger's budget (needs --ledger); or plan it with "
                              "--target-half-width / --min-release-users")
