@@ -100,3 +100,20 @@ def test_epsilon_out_of_range_states_the_one_range(capsys, setup, command, value
     assert "--epsilon" in err and value in err
     assert "(0, 100]" in err or "must be a number" in err
     assert releases(ledger) == 0
+
+
+def test_library_names_are_spelled_as_flags(capsys, setup):
+    data, ledger = setup
+    base = ["aggregate", str(data), "--by", "country", "--count", "--ledger", str(ledger),
+            "--dataset", "d"]
+    keys = data.parent / "keys.csv"
+    keys.write_text("country\nDE\nFR\n")
+    # --min-release-users needs a thresholded release: not one with public keys
+    assert main(base + ["--privacy-unit", "user", "--keys", str(keys),
+                        "--min-release-users", "5", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--min-release-users needs" in err
+    assert main(base + ["--privacy-unit", "nobody", "--epsilon", "0.5", "--keys", str(keys)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--privacy-unit 'nobody' is not a column" in err
+    assert releases(ledger) == 0
