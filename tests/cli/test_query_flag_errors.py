@@ -117,3 +117,19 @@ def test_library_names_are_spelled_as_flags(capsys, setup):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--privacy-unit 'nobody' is not a column" in err
     assert releases(ledger) == 0
+
+
+@pytest.mark.parametrize("command", ["aggregate", "sql"])
+def test_accuracy_targets_on_a_rollup_name_both_spellings(capsys, setup, command):
+    data, ledger = setup
+    if command == "aggregate":
+        argv = ["aggregate", str(data), "--by", "country", "--count", "--rollup"]
+    else:
+        argv = ["sql", "SELECT country, COUNT(*) FROM t GROUP BY ROLLUP(country)",
+                "--table", f"t={data}"]
+    argv += ["--privacy-unit", "user", "--delta", "1e-6", "--target-half-width", "10",
+             "--ledger", str(ledger), "--dataset", "d"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "GROUP BY ROLLUP" in err and "--rollup" in err
+    assert releases(ledger) == 0

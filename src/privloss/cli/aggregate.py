@@ -127,8 +127,9 @@ def run_query(args, data, by, aggregations, where=None, joins=(), join_truncatio
     targeted = check_accuracy_flags(args)
     if rollup:
         if targeted or args.plot is not None:
-            raise CommandError("--rollup takes --epsilon (--target-half-width, "
-                               "--min-release-users and --plot plan flat group-bys only)")
+            raise CommandError("a rollup (--rollup, GROUP BY ROLLUP) takes --epsilon "
+                               "(--target-half-width, --min-release-users and --plot plan "
+                               "flat group-bys only)")
         from privloss.cli._rollup import run_rollup
         return run_rollup(args, data, by, aggregations, where)
     with ledger_errors():
