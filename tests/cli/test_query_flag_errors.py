@@ -81,3 +81,55 @@ def test_dry_run_states_a_quantile_rank_error_not_a_half_width(capsys, setup):
     assert "half-width" not in quantile
     rows = next(line for line in out.splitlines() if line.strip().startswith("rows "))
     assert "95% half-width" in rows
+
+
+@pytest.mark.parametrize("command", ["aggregate", "sql"])
+@pytest.mark.parametrize("value", ["0", "-1", "101", "inf", "nan"])
+def test_epsilon_out_of_range_states_the_one_range(capsys, setup, command, value):
+    data, ledger = setup
+    if command == "aggregate":
+        argv = ["aggregate", str(data), "--by", "country", "--count"]
+    else:
+        argv = ["sql", "SELECT country, COUNT(*) FROM t GROUP BY country", "--table", f"t={data}"]
+    argv += ["--privacy-unit", "user", "--epsilon", value, "--ledger", str(ledger),
+             "--dataset", "d"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--epsilon" in err and value in err
+    assert "(0, 100]" in err or "must be a number" in err
+    assert releases(ledger) == 0
+
+
+def test_library_names_are_spelled_as_flags(capsys, setup):
+    data, ledger = setup
+    base = ["aggregate", str(data), "--by", "country", "--count", "--ledger", str(ledger),
+            "--dataset", "d"]
+    keys = data.parent / "keys.csv"
+    keys.write_text("country\nDE\nFR\n")
+    # --min-release-users needs a thresholded release: not one with public keys
+    assert main(base + ["--privacy-unit", "user", "--keys", str(keys),
+                        "--min-release-users", "5", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--min-release-users needs" in err
+    assert main(base + ["--privacy-unit", "nobody", "--epsilon", "0.5", "--keys", str(keys)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--privacy-unit 'nobody' is not a column" in err
+    assert releases(ledger) == 0
+
+
+@pytest.mark.parametrize("command", ["aggregate", "sql"])
+def test_accuracy_targets_on_a_rollup_name_both_spellings(capsys, setup, command):
+    data, ledger = setup
+    if command == "aggregate":
+        argv = ["aggregate", str(data), "--by", "country", "--count", "--rollup"]
+    else:
+        argv = ["sql", "SELECT country, COUNT(*) FROM t GROUP BY ROLLUP(country)",
+                "--table", f"t={data}"]
+    argv += ["--privacy-unit", "user", "--delta", "1e-6", "--target-half-width", "10",
+             "--ledger", str(ledger), "--dataset", "d"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "GROUP BY ROLLUP" in err and "--rollup" in err
+    assert releases(ledger) == 0

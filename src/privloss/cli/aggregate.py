@@ -45,12 +45,20 @@ def keys_of(args, by) -> list | None:
                            f"{error.strerror or error}") from None
 
 
+def _query_epsilon(text: str):
+    """``max`` or an epsilon in (0, 100], the range privloss.query.spec checks
+    (so that 0 and 101 are refused with the same range)."""
+    if text.strip().lower() == "max":
+        return "max"
+    from privloss.cli._parse import in_range
+    return in_range(text, "epsilon", 0.0, 100.0, low_open=True)
+
+
 def add_query_flags(parser) -> None:
     """Flags shared by ``aggregate`` and ``sql``."""
     parser.add_argument("--privacy-unit", required=True, metavar="COL",
                         help="column identifying a privacy unit (the protected person)")
-    from privloss.cli._release import epsilon_flag
-    parser.add_argument("--epsilon", default=None, type=epsilon_flag, metavar="E",
+    parser.add_argument("--epsilon", default=None, type=_query_epsilon, metavar="E",
                         help="total epsilon; 'max': the largest that still fits the "
                              "ledger's budget (needs --ledger); or plan it with "
                              "--target-half-width / --min-release-users")
@@ -139,8 +147,9 @@ def run_query(args, data, by, aggregations, where=None, joins=(), join_truncatio
     targeted = check_accuracy_flags(args)
     if rollup:
         if targeted or args.plot is not None:
-            raise CommandError("--rollup takes --epsilon (--target-half-width, "
-                               "--min-release-users and --plot plan flat group-bys only)")
+            raise CommandError("a rollup (--rollup, GROUP BY ROLLUP) takes --epsilon "
+                               "(--target-half-width, --min-release-users and --plot plan "
+                               "flat group-bys only)")
         from privloss.cli._rollup import run_rollup
         return run_rollup(args, data, by, aggregations, where)
     with ledger_errors():
