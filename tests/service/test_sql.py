@@ -246,6 +246,9 @@ def test_authentication_grant_and_budget_refusals(shop, monkeypatch):
     refused = client.post("/v1/datasets/shop/sql", headers=bearer(tokens["bob"]),
                           json={**BODY, "epsilon": 0.5})
     assert refused.status_code == 409, refused.text
+    # issue 22: first, in one phrase, what still fits (a search over public parameters)
+    detail = refused.json()["detail"]
+    assert detail.startswith("refused: at most epsilon 0.2") and "fits" in detail, detail
     plan = client.post("/v1/datasets/shop/sql/plan", headers=bearer(tokens["bob"]),
                        json={**BODY, "epsilon": 0.5}).json()
     assert not plan["fits"] and plan["verdict"]["reason"]

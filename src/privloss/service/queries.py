@@ -50,7 +50,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 __all__ = ["ColumnNotGranted", "window_name", "ensure_dataset", "build_request", "plan_release",
-           "run_release", "data_input", "fingerprint", "analyst_view"]
+           "run_release", "data_input", "fingerprint", "analyst_view", "refusal_saying_what_fits"]
 
 _EPOCH = date(1970, 1, 1)
 #: (ledger path, dataset) pairs known to exist (a ledger never deletes a dataset)
@@ -286,8 +286,11 @@ def run_release(ledger, dataset, analyst, command: str, body: dict, snapshot=Non
         receipt = ledger.release_with_receipt(name, key, compute, events, analyst=analyst.name,
                                               analyst_budget=analyst.cap(dataset))
     except LedgerBudgetError as error:
-        raise refusal_saying_what_fits(ledger, name, dataset, analyst, command, body,
-                                       error) from None
+        def events_at(epsilon):
+            return build_request(command, {**body, "epsilon": epsilon}, dataset,
+                                 dataset.interaction).events()
+        raise refusal_saying_what_fits(ledger, name, analyst, analyst.cap(dataset), events,
+                                       events_at, error) from None
     from privloss.serialize import event_to_json
 
     payload = dict(receipt.result)
@@ -298,29 +301,30 @@ def run_release(ledger, dataset, analyst, command: str, body: dict, snapshot=Non
     return payload
 
 
-def refusal_saying_what_fits(ledger, name: str, dataset, analyst, command: str, body: dict,
-                             error):
-    """``error`` (a refused top-k / histogram) with first, in one phrase, the
-    largest epsilon of the same release that still fits the dataset's budget
-    and the analyst's cap ("refused: at most epsilon 0.081 fits; ...", by the
-    exact search of ``--epsilon max``).  A function of public parameters and
-    the ledger's totals only: no data is read."""
+def refusal_saying_what_fits(ledger, name: str, analyst, cap, events, events_at, error,
+                             epsilon_range=None):
+    """``error`` (a refused release) with first, in one phrase, the largest
+    epsilon of the same release that still fits the dataset's budget and the
+    analyst's cap ("refused: at most epsilon 0.081 fits; ...", by the exact
+    search of ``--epsilon max``); ``events``: the refused ones (their verdict
+    names the binding limit); ``events_at(epsilon)``: the release's events
+    at that epsilon (a :class:`ServiceError` or ``ValueError`` there counts as
+    "does not fit").  A function of public parameters and the ledger's totals
+    only: no data is read."""
     from privloss.api.planning import what_fits
     from privloss.budget import LedgerBudgetError
 
-    cap = analyst.cap(dataset)
-
     def admitted(epsilon: float) -> dict:
-        request = build_request(command, {**body, "epsilon": epsilon}, dataset,
-                                dataset.interaction)
-        key = {"dry-run": secrets.token_hex(8), "analyst": analyst.name}
-        return ledger.would_admit(name, key, request.events(), analyst=analyst.name,
-                                  analyst_budget=cap, fresh=True)
+        try:
+            events = events_at(epsilon)
+        except (ValueError, ArithmeticError, LookupError) as failure:
+            return {"admitted": False, "reason": str(failure), "bound": None}
+        return ledger.would_admit(name, {"dry-run": secrets.token_hex(8)}, events,
+                                  analyst=analyst.name, analyst_budget=cap, fresh=True)
 
-    request = build_request(command, body, dataset, dataset.interaction)
-    verdict = ledger.would_admit(name, {"dry-run": secrets.token_hex(8)}, request.events(),
+    verdict = ledger.would_admit(name, {"dry-run": secrets.token_hex(8)}, events,
                                  analyst=analyst.name, analyst_budget=cap, fresh=True)
-    fits = what_fits(ledger, name, verdict, admitted)
+    fits = what_fits(ledger, name, verdict, admitted, epsilon_range=epsilon_range)
     if fits is None:
         return error
     return LedgerBudgetError(f"{fits}; {error}", dataset=error.dataset, spent=error.spent,

@@ -431,8 +431,8 @@ def run_sql(ledger, dataset, analyst, body: dict, snapshot=None) -> dict:
     public = _public_marker(query, dataset)
     key = _key(query, dataset, analyst, body,
                data if public is None else {"from": data, "public": public})
-    receipt = call_ledger(ledger.release_with_receipt, name, key, compute, events,
-                          analyst=analyst.name, analyst_budget=analyst.cap(dataset))
+    receipt = call_ledger(_charged, ledger, name, key, compute, events, analyst,
+                          analyst.cap(dataset), dataset, body)
     payload = dict(receipt.result)
     return {**payload, "by": list(query.by),
             "aggregations": [a.name for a in query.aggregations],
@@ -442,6 +442,24 @@ def run_sql(ledger, dataset, analyst, body: dict, snapshot=None) -> dict:
             "receipt": receipt_view(receipt, dataset, name),
             "budget": call_ledger(analyst_view, ledger, name, analyst.name,
                                   analyst.cap(dataset))}
+
+
+def _charged(ledger, name, key, compute, events, analyst, cap, dataset, body: dict):
+    """The ledger's charge; a budget refusal says first what epsilon still fits."""
+    from privloss.budget import LedgerBudgetError
+    from privloss.service.queries import refusal_saying_what_fits
+
+    try:
+        return ledger.release_with_receipt(name, key, compute, events, analyst=analyst.name,
+                                           analyst_budget=cap)
+    except LedgerBudgetError as error:
+        def events_at(epsilon):
+            try:
+                return checked_query(dataset, {**body, "epsilon": epsilon}).plan.events
+            except ServiceError as refused:
+                raise ValueError(refused.message) from None
+        raise refusal_saying_what_fits(ledger, name, analyst, cap, events, events_at, error,
+                                       epsilon_range=(1e-3, 1e6)) from None
 
 
 @router.post("/datasets/{name}/sql/plan",
