@@ -49,8 +49,9 @@ CPU of the query alone (this process and all its descendants, from
 ``/proc``, around the call: no imports, no Spark start-up) and its wall time.
 No tracemalloc.  The 1-minute load average is recorded around every run.
 The privloss child imports DuckDB and NumPy before its timer, as the hand
-child does; privloss's own modules are compiled once, untimed, into a private
-``PYTHONPYCACHEPREFIX`` (``--no-bytecode``: not, so that with
+child does; privloss's own modules (and the libraries it imports) are compiled by one
+untimed privloss run first, into a private ``PYTHONPYCACHEPREFIX`` that only
+the privloss child uses (``--no-bytecode``: not, so that with
 ``PYTHONDONTWRITEBYTECODE`` set each run compiles them from source, about
 0.4 s of CPU that an installed package does not spend).
 Each side's released counts are compared with the hand side's exact bounded
@@ -266,27 +267,12 @@ def child(args) -> dict:
 
 # --- parent ---------------------------------------------------------------------------------
 
-def compile_privloss(prefix: str) -> None:
-    """Compile the privloss package this interpreter imports into ``prefix`` (a
-    ``PYTHONPYCACHEPREFIX``), untimed: the site-packages the hand side imports
-    have their bytecode from installation, privloss read from a source tree
-    (``PYTHONPATH=src``) would otherwise be compiled again in every run."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("privloss")
-    folder = os.path.dirname(spec.origin)
-    environment = {**os.environ, "PYTHONPYCACHEPREFIX": prefix}
-    environment.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", folder], env=environment,
-                   check=True, stdout=subprocess.DEVNULL)
-
-
 def run_side(args, side: str, sales: str, regions: str) -> dict:
     """One fresh child for ``side``: its whole-process CPU (``RUSAGE_CHILDREN``),
     its own report, the load average around it."""
     python = args.tumult_python if side == "tumult" else sys.executable
     environment = dict(os.environ)
-    if args.bytecode:       # privloss's modules read from bytecode, as an installed package's
+    if args.bytecode and side == "privloss":    # its modules read from bytecode, as installed
         environment.pop("PYTHONDONTWRITEBYTECODE", None)
         environment["PYTHONPYCACHEPREFIX"] = os.path.join(args.scratch, "pycache")
     command = [python, os.path.abspath(__file__), "--child", side, "--sales", sales,
@@ -359,9 +345,9 @@ def main(argv=None) -> int:
     parser.add_argument("--spark-memory", default="4g")
     parser.add_argument("--json", default=None)
     parser.add_argument("--bytecode", action=argparse.BooleanOptionalAction, default=True,
-                        help="compile privloss's modules once before the runs (a private "
-                             "PYTHONPYCACHEPREFIX), as an installed package ships them; "
-                             "--no-bytecode keeps the environment (with "
+                        help="privloss's modules compiled by one untimed privloss run "
+                             "first (a private PYTHONPYCACHEPREFIX), as an installed package "
+                             "ships them; --no-bytecode keeps the environment (with "
                              "PYTHONDONTWRITEBYTECODE set, every run compiles them from source)")
     parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--sales", help=argparse.SUPPRESS)
@@ -381,8 +367,10 @@ def main(argv=None) -> int:
         print(f"{args.rows:,} rows ({time.perf_counter() - start:.1f} s to prepare); "
               f"max_groups={args.max_groups}, max_rows={args.max_rows}, "
               f"epsilon={args.epsilon}; {os.cpu_count()} cores", flush=True)
-        if args.bytecode:
-            compile_privloss(os.path.join(scratch, "pycache"))
+        if args.bytecode and "privloss" in args.only.split(","):
+            # one untimed privloss run writes the bytecode of every module it imports
+            # (privloss's and its libraries') under the private PYTHONPYCACHEPREFIX
+            run_side(args, "privloss", sales, regions)
         sides = [side for side in SIDES if side in args.only.split(",")]
         per_side: dict = {side: [] for side in sides}
         for round_index in range(args.pairs):
