@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import fft as sp_fft
 
 #: Unit roundoff of IEEE double precision.
 UNIT_ROUNDOFF = 2.0 ** -53
@@ -100,6 +99,8 @@ def convolve(a: np.ndarray, b: np.ndarray, *, extended: bool = False) -> tuple[n
     kept = a.size + b.size - 1
     if min(a.size, b.size) <= DIRECT_MAX_SHORT or a.size * b.size <= DIRECT_MAX_WORK:
         return np.convolve(a, b), direct_l1_error(a, b)
+    from scipy import fft as sp_fft  # where used: direct convolutions never need it
+
     padded = sp_fft.next_fast_len(kept, real=True)
     if a is b:
         spectrum = sp_fft.rfft(a, padded)
@@ -123,6 +124,8 @@ def _convolve_extended(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]
         wide = np.convolve(wide_a, wide_b)
         error = direct_l1_error(a, b, u)
     else:
+        from scipy import fft as sp_fft
+
         padded = sp_fft.next_fast_len(kept, real=True)
         spectrum = sp_fft.rfft(wide_a, padded)
         spectrum *= spectrum if b is a else sp_fft.rfft(wide_b, padded)

@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr
 
 #: Assumed relative accuracy of numpy exp/expm1/log/log1p at arguments of modest
 #: size (a few ulps are documented; the bound is generous).
@@ -86,6 +85,8 @@ def _normal_interval(za: np.ndarray, zb: np.ndarray):
     Uses the tail on the side where both ends lie, so the subtraction never
     loses the relative accuracy of a tiny tail.
     """
+    from scipy.special import ndtr  # SciPy where used: a pure-DP release never needs it
+
     right = za >= 0
     low_arg = np.where(right, -zb, za)
     high_arg = np.where(right, -za, zb)
@@ -202,7 +203,7 @@ class LossSpec:
 
 def gaussian_cut(tail_mass: float) -> float:
     """z with Phi(-z) <= tail_mass / 2 (so both Gaussian tails together are <= tail_mass)."""
-    from scipy.special import ndtri
+    from scipy.special import ndtr, ndtri
 
     z = -float(ndtri(tail_mass / 2.0))
     while ndtr(-z) > tail_mass / 2.0:

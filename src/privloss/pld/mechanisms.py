@@ -20,7 +20,6 @@ import math
 import numbers
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 from privloss.bounds._numeric import check_nonnegative, check_positive, check_probability
 from privloss.pld._spec import (ExpTiltPart, GaussianPart, LossSpec, _normal_interval, atoms,
@@ -291,6 +290,8 @@ def gaussian_pld(sigma: float, *, sensitivity: float = 1.0, step: float = DEFAUL
     Runtime
         O(mu sqrt(log(1/tail_mass)) / step).
     """
+    from scipy.special import ndtr  # SciPy where used: a pure-DP release never needs it
+
     sigma = check_positive("sigma", sigma)
     s = check_positive("sensitivity", sensitivity)
     tail_mass = check_tail_mass(tail_mass)
@@ -321,6 +322,8 @@ def discrete_gaussian_pld(sigma: float, *, sensitivity: int = 1, step: float = D
     Runtime
         O(sigma sqrt(log(1/tail_mass)) + loss range / step).
     """
+    from scipy.special import ndtr, ndtri  # SciPy where used: a pure-DP release never needs it
+
     sigma = check_positive("sigma", sigma)
     delta = _check_integer("sensitivity", sensitivity)
     tail_mass = check_tail_mass(tail_mass)
@@ -365,6 +368,8 @@ def truncated_gaussian_pld(sigma: float, bound: float, *, sensitivity: float = 1
     Runtime
         O(mu min(C/sigma, sqrt(log(1/tail_mass))) / step).
     """
+    from scipy.special import ndtr  # SciPy where used: a pure-DP release never needs it
+
     sigma = check_positive("sigma", sigma)
     c_bound = check_positive("bound", bound)
     s = check_positive("sensitivity", sensitivity)
