@@ -91,9 +91,11 @@ class AutoL0:
                 "events": [repr(event) for event in self.events]}
 
     def query_key(self, fingerprint, **columns) -> dict:
+        from privloss.api.auto_l0 import L0_LEVEL, L0_SHARE
         key = self.first.query_key(fingerprint, **columns)
         return {**key, "epsilon": self.epsilon, "l0": "auto",
-                "auto_l0": {"candidates": list(self.requests), "share": "1/10"}}
+                "auto_l0": {"candidates": list(self.requests), "share": str(L0_SHARE),
+                            "level": str(L0_LEVEL)}}
 
     def with_interaction(self, interaction: str) -> "AutoL0":
         return auto_l0_plan(self.command, epsilon=self.epsilon,
