@@ -346,6 +346,17 @@ def cli_aggregate_auto_max_groups(directory, data):
     return seen
 
 
+def cli_histogram_auto_l0_ledger(directory, data):
+    """histogram --l0 auto (issue 22 item 7): the items-per-unit estimate
+    runs after the one charge; the estimate is a noisy value."""
+    ledger = _ledger(directory)
+    flags = ["histogram", data, *COLUMNS, "--epsilon", "1", "--l0", "auto", "--domain",
+             _domain_file(directory, DOMAIN), "--seed", SEED, *ledger]
+    seen = run_cli([*flags, "--json"])
+    seen.extra["dry-run"] = run_cli([*flags, "--dry-run"])
+    return _with_ledger_views(seen, ledger)
+
+
 #: the text table of a rollup: labels and level kept, the counts masked
 ROLLUP_TABLE = [(r"^([^\t#\n]+\t[^\t\n]+\t\d+)\t.*$", r"\1\t<NOISY>")]
 
@@ -389,6 +400,7 @@ PATHS = {
     "cli-aggregate-auto-bounds-ledger": ("csv", True, None, cli_aggregate_auto_bounds_ledger,
                                          ()),
     "cli-aggregate-auto-max-groups": ("csv", True, None, cli_aggregate_auto_max_groups, ()),
+    "cli-histogram-auto-l0-ledger": ("csv", True, None, cli_histogram_auto_l0_ledger, ()),
 }
 
 #: (path, kind) pairs that fail before the fixes, and why (audit items a-c)

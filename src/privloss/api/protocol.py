@@ -59,12 +59,12 @@ from __future__ import annotations
 
 import os
 import secrets
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from privloss.api.progress import Progress  # noqa: F401  (re-exported)
 from privloss.api.request import ReleaseRequest, make_request, unit_column
 
 __all__ = ["topk", "histogram", "release", "DataSource", "prepare_data", "snapshot_path",
@@ -322,37 +322,6 @@ def refusal(ledger, dataset, verdict: dict, *, admitted=None, epsilon_range=None
 # progress
 # ----------------------------------------------------------------------------------
 
-class Progress:
-    """One status line on stderr (Rich) while reading, bounding and releasing;
-    silent when ``enabled`` is False, stderr is not a terminal, or Rich is
-    missing.  ``None`` means: on if stderr is a terminal."""
-
-    def __init__(self, enabled: bool | None = None):
-        self._status = None
-        if enabled is None:
-            enabled = sys.stderr.isatty()
-        if not enabled:
-            return
-        try:
-            from rich.console import Console
-        except ImportError:
-            return
-        self._status = Console(stderr=True).status("privloss: starting")
-
-    def __enter__(self) -> "Progress":
-        if self._status is not None:
-            self._status.start()
-        return self
-
-    def step(self, text: str) -> None:
-        if self._status is not None:
-            self._status.update(f"privloss: {text}")
-
-    def __exit__(self, *exc) -> None:
-        if self._status is not None:
-            self._status.stop()
-
-
 # ----------------------------------------------------------------------------------
 # the release
 # ----------------------------------------------------------------------------------
@@ -543,7 +512,8 @@ def topk(data, *, privacy_unit: str | None = None, item: str, k: int, epsilon: f
     of ``privacy_unit``); ``epsilon`` / ``delta``: the total spend
     of this release (``epsilon="max"``: the largest that the ledger's dataset still
     admits, found without reading data); ``l0``: at most that many distinct items per user (chosen
-    at random), ``linf``: each user's count per item capped; ``domain``: the
+    at random; ``"auto"``: a DP 95th percentile for 10% of epsilon,
+    :mod:`privloss.api.auto_l0_topk`), ``linf``: each user's count per item capped; ``domain``: the
     public list of items (known domain; the noise is then scaled for
     ``min(l0, len(domain))``); ``d_bar``: unknown domain, how many top items the
     algorithm reads; ``algorithm``: one of
@@ -565,15 +535,17 @@ def topk(data, *, privacy_unit: str | None = None, item: str, k: int, epsilon: f
     charged), :class:`~privloss.query.errors.ComputationFailed` when the
     engine fails after the charge (the charge stays).
     """
+    if isinstance(l0, str):          # l0="auto" (the estimate): privloss.api.auto_l0_topk
+        from privloss.api.auto_l0_topk import call
+        return call("topk", locals())
     largest = _is_max(epsilon)
     request = make_request("topk", epsilon=1.0 if largest else epsilon, delta=delta, k=k,
-                           l0=l0, linf=linf,
-                           domain=domain, d_bar=d_bar, algorithm=algorithm,
+                           l0=l0, linf=linf, domain=domain, d_bar=d_bar, algorithm=algorithm,
                            interaction=interaction)
     return release(request, data, user=unit_column(privacy_unit, user), item=item,
-                   engine=engine, ledger=ledger,
-                   dataset=dataset, seed=seed, interaction_given=interaction, progress=progress,
-                   label=label, largest_epsilon=largest, where=where)
+                   engine=engine, ledger=ledger, dataset=dataset, seed=seed,
+                   interaction_given=interaction, progress=progress, label=label,
+                   largest_epsilon=largest, where=where)
 
 
 def histogram(data, *, privacy_unit: str | None = None, item: str, epsilon: float,
@@ -589,12 +561,15 @@ def histogram(data, *, privacy_unit: str | None = None, item: str, epsilon: floa
     ``"laplace"`` (known-laplace / unknown-laplace) or ``"gaussian"``
     (known-gaussian / trunc-gauss); ``k`` keeps the top k (post-processing).
     Other arguments, the result and the errors as :func:`topk`."""
+    if isinstance(l0, str):          # l0="auto" (the estimate): privloss.api.auto_l0_topk
+        from privloss.api.auto_l0_topk import call
+        return call("histogram", locals())
     largest = _is_max(epsilon)
     request = make_request("histogram", epsilon=1.0 if largest else epsilon, delta=delta, k=k,
-                           l0=l0, linf=linf,
-                           domain=domain, d_bar=d_bar, noise=noise, interaction=interaction)
+                           l0=l0, linf=linf, domain=domain, d_bar=d_bar, noise=noise,
+                           interaction=interaction)
     return release(request, data, user=unit_column(privacy_unit, user), item=item,
-                   engine=engine, ledger=ledger,
-                   dataset=dataset, seed=seed, interaction_given=interaction, progress=progress,
-                   label=label, largest_epsilon=largest, where=where)
+                   engine=engine, ledger=ledger, dataset=dataset, seed=seed,
+                   interaction_given=interaction, progress=progress, label=label,
+                   largest_epsilon=largest, where=where)
 

@@ -119,9 +119,11 @@ def add_data_flags(parser: argparse.ArgumentParser) -> None:
                              "it with --target-half-width / --min-release-users")
     parser.add_argument("--delta", type=delta_value, default=0.0, metavar="D",
                         help="delta this release spends, in [0, 1) (default 0)")
-    parser.add_argument("--l0", type=lambda t: positive_int(t, "l0"), default=None, metavar="N",
+    from privloss.cli._auto_l0 import l0_value
+    parser.add_argument("--l0", type=l0_value, default=None, metavar="N",
                         help="keep at most N distinct items per user (chosen at random); with "
-                             "--domain the noise is scaled for min(N, domain size)")
+                             "--domain the noise is scaled for min(N, domain size); 'auto': "
+                             "a DP 95th percentile for 10%% of epsilon (duckdb)")
     parser.add_argument("--linf", type=lambda t: positive_int(t, "linf"), default=1, metavar="N",
                         help="cap each user's count per item at N (default 1)")
     parser.add_argument("--domain", metavar="FILE", default=None,
@@ -281,6 +283,10 @@ def release_and_report(args, *, command: str, k: int | None = None, algorithm=No
     domain = read_domain(args.domain)
     maximum = args.epsilon == "max"
     row_filter = where_of(args)
+    if args.l0 == "auto":     # the estimate inside the release: privloss.cli._auto_l0
+        from privloss.cli._auto_l0 import release_auto_l0
+        return release_auto_l0(args, command=command, k=k, algorithm=algorithm, noise=noise,
+                               domain=domain, row_filter=row_filter)
     with ledger_errors():      # bad parameters (e.g. k > d_bar) -> exit 2, before any work
         request = make_request(command, epsilon=1.0 if maximum or targeted else args.epsilon,
                                delta=args.delta, k=k, l0=args.l0, linf=args.linf,
