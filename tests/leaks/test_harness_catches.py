@@ -37,12 +37,21 @@ def test_a_engine_text_on_stderr(tmp_path, monkeypatch):
 
 
 def test_b_malformed_row_read_only_when_computing(tmp_path, monkeypatch):
+    import dataclasses
+
+    from privloss.api import protocol
     from privloss.query.engines import duckdb_engine
 
     original = duckdb_engine._file_relation
     monkeypatch.setattr(duckdb_engine, "_file_relation",
                         lambda duckdb, con, inp, names, scan=False:
                         original(duckdb, con, inp, names, False))
+    # the fix now also lives in the read-once path (the whole file loaded before
+    # the charge): undo it too, so the files are read lazily, as before the fix
+    snapshot = protocol.snapshot_path
+    monkeypatch.setattr(protocol, "snapshot_path", lambda path, snapshots: (
+        lambda pair: (dataclasses.replace(pair[0], tables=None), pair[1]))(
+            snapshot(path, snapshots)))
     (early, _), (late, _) = _views(tmp_path, "cli-topk-json-ledger",
                                    ("malformed_early", "malformed_late"))
     found = harness.differences(early, late)
