@@ -177,6 +177,31 @@ class AnchorContract:
         again = Ledger(location, create=False).verify()
         assert again["ahead"] == {} and again["releases"] == 4
 
+    @pytest.mark.parametrize("audit", ["open", "verify"])
+    def test_a_charge_committed_while_another_process_opens_is_not_a_deletion(
+            self, monkeypatch, audit):
+        """The race CI met with 50 analysts: a writer commits and appends its
+        witness line between a reader's snapshot and its read of the witness.
+        The reader must read the witness first (appends follow commits), so the
+        newer witness never looks ahead of the ledger it checks."""
+        from privloss.budget._anchor import Anchor
+        location, writer = self.build(releases=2)
+        original = Anchor.read
+        charged = []
+
+        def read_while_a_charge_commits(anchor):
+            if not charged:
+                charged.append(writer.release("d", "meanwhile", lambda: 0, [PureDP(0.125)]))
+            return original(anchor)
+
+        reader = self.open(location, create=False) if audit == "verify" else None
+        monkeypatch.setattr(Anchor, "read", read_while_a_charge_commits)
+        if audit == "open":
+            reader = self.open(location, create=False)
+        report = reader.verify()
+        assert charged and report["ahead"] == {}
+        assert report["releases"] == 2 + 1 + 1
+
     def test_a_forged_witness_line_is_refused(self):
         location, _ = self.build(2)
         with open(self.witness, "a") as handle:

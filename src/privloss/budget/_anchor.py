@@ -294,13 +294,20 @@ class Anchor:
                     f"release(s)) does not match its MAC (forged or damaged)")
         return WitnessState(ledger_id, recorded_key, newest, len(records))
 
-    def check(self, conn, path: str, ledger_id: str, heads: dict) -> dict:
+    def check(self, conn, path: str, ledger_id: str, heads: dict,
+              state: WitnessState | None = None) -> dict:
         """Compare the ledger (``heads``: dataset -> (releases, head) as verified in
         the snapshot ``conn`` reads) with the witness. Returns, per dataset, the
         witnessed count (0 for datasets the witness does not know), and raises
         :class:`LedgerIntegrityError` when the ledger is behind, a witnessed dataset
-        is missing, or a witnessed head is not in the ledger's chain."""
-        state = self.read()
+        is missing, or a witnessed head is not in the ledger's chain.
+
+        ``state`` is the witness as read (:meth:`read`) *before* the snapshot
+        began. Writers append to the witness after their commit, so a witness read
+        first never records more than any later snapshot holds; read inside the
+        snapshot instead, a charge committed meanwhile would look like a deletion."""
+        if state is None:
+            state = self.read()
         if state.ledger_id != ledger_id:
             raise LedgerIntegrityError(
                 f"ledger {path} is not the ledger its witness {self.path} records (ledger id "

@@ -101,10 +101,13 @@ class AnchoredLedger:
                 f"{os.path.abspath(os.fspath(witness))} exists: the ledger was deleted; "
                 f"refusing to create a new one (it would give every witnessed budget back)")
 
-    def _open_anchor(self, conn, witness, key_file) -> None:
-        """Resolve and check the anchor (inside the opening read snapshot, after
-        every dataset was verified); anchors an unanchored ledger given a witness."""
+    def _resolve_anchor(self, conn, witness, key_file) -> None:
+        """Before the opening snapshot: find the anchor (the witness and key
+        given, else those the ledger recorded) and read the witness, so that the
+        snapshot verified next is at least as new as what the witness records."""
         self._ahead: dict[str, int] = {}
+        self._opening = None
+        self._opening_arguments = (witness, key_file)
         recorded = _read_anchor_meta(conn)
         if witness is None and recorded is not None:
             witness = recorded.get("witness")
@@ -121,12 +124,38 @@ class AnchoredLedger:
                 str(recorded.get("key", "")).startswith("file:"):
             key_file = recorded["key"][len("file:"):]
         anchor = Anchor(witness, load_key(key_file))
-        heads = {name: (state.count, state.chain) for name, state in self._verified.items()}
+        state = anchor.read() if recorded is not None else None
+        self._opening = (anchor, recorded, state)
+
+    def _open_anchor(self, conn) -> None:
+        """Inside the opening read snapshot, after every dataset was verified:
+        check the anchor resolved by :meth:`_resolve_anchor`, or note that an
+        unanchored ledger given a witness is to be anchored."""
+        opening, self._opening = self._opening, None
+        if opening is None and _read_anchor_meta(conn) is not None:
+            # anchored by another process between the two reads (rare): resolve
+            # again; its witness is then read inside this snapshot, as it was written
+            self._resolve_anchor(conn, *self._opening_arguments)
+            opening, self._opening = self._opening, None
+        if opening is None:
+            return
+        anchor, recorded, state = opening
+        now = _read_anchor_meta(conn)
+        if now != recorded:
+            if recorded is not None:
+                raise LedgerIntegrityError(f"ledger {self.path}: its anchor record changed "
+                                           f"while it was opened")
+            # anchored by another process between the two reads: its witness lines
+            # follow its commit, so read them now (a lag here only looks ahead or
+            # behind by that process's own first heads: a spurious refusal, never a hidden deletion)
+            recorded, state = now, anchor.read()
+        heads = {name: (state_.count, state_.chain)
+                 for name, state_ in self._verified.items()}
         if recorded is None:
             self._pending_anchor = anchor
             return
         self._ledger_id = recorded["ledger_id"]
-        witnessed = anchor.check(conn, self.path, self._ledger_id, heads)
+        witnessed = anchor.check(conn, self.path, self._ledger_id, heads, state)
         for name, releases in witnessed.items():
             self._floor[name] = max(self._floor.get(name, 0), releases)
         self._anchor = anchor
@@ -231,6 +260,9 @@ class AnchoredLedger:
         now) and ``warning`` (None, or why rollback cannot be detected)."""
         sqlite = not hasattr(self._file, "_url")
         checked = None
+        # the witness first: see Anchor.check (a charge committed after it is read
+        # is then in the snapshot, never "missing")
+        witness_state = None if self._anchor is None else self._anchor.read()
         with self._read() as conn:
             if sqlite:
                 rows = [row[0] for row in conn.execute("PRAGMA integrity_check")]
@@ -264,7 +296,8 @@ class AnchoredLedger:
                 heads = {name: (state.count, state.chain) for name, state in states.items()}
                 ahead = {}
                 if self._anchor is not None:
-                    witnessed = self._anchor.check(conn, self.path, self._ledger_id, heads)
+                    witnessed = self._anchor.check(conn, self.path, self._ledger_id, heads,
+                                                   witness_state)
                     ahead = {name: heads[name][0] - witnessed.get(name, 0) for name in heads
                              if heads[name][0] > witnessed.get(name, 0)}
                     with self._lock:

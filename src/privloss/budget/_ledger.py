@@ -111,9 +111,11 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                         upgrade_version_2(conn, postgres=is_postgres_url(self.path))
             self._file.check_identity(conn)
             with self._file.transaction(conn, write=False):
+                self._resolve_anchor(conn, witness, key_file)
+            with self._file.transaction(conn, write=False):
                 for (name,) in conn.execute("SELECT name FROM datasets").fetchall():
                     self._verify(conn, name)
-                self._open_anchor(conn, witness, key_file)
+                self._open_anchor(conn)
         self._finish_anchor()
 
     def _verify(self, conn, name: str) -> Verified:
