@@ -122,3 +122,13 @@ def test_running_dry_run_with_target_and_plot(tmp_path, capsys):
                         "--max-rows-per-period", "1", "--count", "--min-release-users", "5",
                         "--dry-run")
     assert code == 2 and "thresholded" in err
+
+
+def test_min_release_users_is_offered_only_where_groups_are_thresholded(capsys):
+    """Running totals release every period (no threshold): the flag is not in
+    their help (and refused there with the reason, above)."""
+    for command, offered in (("topk", True), ("histogram", True), ("aggregate", True),
+                             ("running", False)):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert ("--min-release-users" in capsys.readouterr().out) is offered, command

@@ -22,16 +22,20 @@ def _users(text: str) -> int:
     return count_value(text, "min-release-users")
 
 
-def add_accuracy_flags(parser: argparse.ArgumentParser) -> None:
-    """``--target-half-width``, ``--min-release-users``, ``--plot``."""
+def add_accuracy_flags(parser: argparse.ArgumentParser, *, thresholded: bool = True) -> None:
+    """``--target-half-width``, ``--min-release-users`` (only where groups can be
+    thresholded), ``--plot``."""
     group = parser.add_argument_group("plan for an accuracy (instead of --epsilon)")
     group.add_argument("--target-half-width", type=_width, default=None, metavar="W",
                        help="use the smallest epsilon (and split) whose 95%% half-width is at "
                             "most W for every measurement (in its own units)")
+    # not in the help of releases without a threshold (running totals), but still
+    # parsed there so that it is refused with the reason rather than as unknown
     group.add_argument("--min-release-users", type=_users, default=None, metavar="N",
-                       help="thresholded releases: use the epsilon at which a group of N "
-                            "distinct users is released with probability 95%% (the plan also "
-                            "says the 1/2 point)")
+                       help=argparse.SUPPRESS if not thresholded else
+                       "thresholded releases: use the epsilon at which a group of N "
+                       "distinct users is released with probability 95%% (the plan also "
+                       "says the 1/2 point)")
     group.add_argument("--plot", metavar="FILE.png", default=None,
                        help="with --dry-run: write accuracy (or release probability) against "
                             "epsilon, the chosen epsilon marked (needs matplotlib: the 'plot' "

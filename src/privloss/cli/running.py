@@ -116,7 +116,7 @@ def register(subparsers) -> None:
     from privloss.cli.ledger import add_ledger_flags
     add_ledger_flags(parser)
     from privloss.cli._accuracy import add_accuracy_flags
-    add_accuracy_flags(parser)
+    add_accuracy_flags(parser, thresholded=False)     # running totals have no threshold
     parser.set_defaults(handler=run)
 
 
