@@ -243,6 +243,17 @@ def parse_sql(text: str, *, bounds: dict | None = None, privacy_unit: str | None
         aggregations.append(aggregation)
     if not aggregations:
         raise UnsupportedSql("the query needs at least one aggregate function")
+    # bounds nobody reads are a mistake (a typo, or a column meant to be summed):
+    # say so rather than release without them
+    unread = sorted(set(bounds) - {_plain(a.column) for a in aggregations
+                                   if a.column is not None})
+    if unread and rollup:
+        raise UnsupportedSql("bounds does not apply to GROUP BY ROLLUP (it releases COUNT(*) "
+                             "and COUNT(DISTINCT unit) only)")
+    if unread:
+        raise UnsupportedSql(f"bounds for {', '.join(map(repr, unread))}: no SUM, AVG or "
+                             f"quantile of the query reads {'it' if len(unread) == 1 else 'them'}"
+                             f" (remove the bounds, or aggregate the column)")
     merged = []
     for a in aggregations:           # several quantiles of one column share its budget
         previous = next((m for m in merged if m.kind == "quantile" == a.kind
