@@ -1,5 +1,6 @@
 """Datasets without a fixed budget (issue 23 item 2): the ledger refuses
-nothing and reports the privacy odometer's running epsilon, the reading of
+nothing but a release after which no level of the odometer's grid admits the
+history (its reading would be infinite from then on), and reports the privacy odometer's running epsilon, the reading of
 privloss.PrivacyOdometer over the same releases in the same order (valid at
 every time at once under fully adaptive choice), on both backends, through
 the Python API and `privloss ledger show`."""
@@ -13,7 +14,7 @@ import random
 import pytest
 
 from privloss import PrivacyOdometer
-from privloss.budget import Ledger, LedgerPlanError
+from privloss.budget import Ledger, LedgerBudgetError, LedgerPlanError
 from privloss.cli.main import main
 from privloss.events import ApproxDP, BoundedRange, Gaussian, PureDP, ZCDP
 
@@ -34,13 +35,23 @@ def _check_against_odometer(ledger: Ledger, delta: float, seed: int) -> None:
     shown = ledger.show("open")
     assert shown["odometer"] == {"epsilon": 0.0, "delta": delta, "bound": "empty"}
     assert math.isinf(shown["budget_epsilon"])
+    admitted = []
     for index, events in enumerate(_releases(seed, 40)):
+        trial = PrivacyOdometer(delta)
+        for earlier in admitted + [events]:
+            expected = trial.spend(earlier)
+        if math.isinf(expected):
+            # no level of the grid would admit it: refused (the reading would be
+            # infinite from then on), nothing recorded
+            with pytest.raises(LedgerBudgetError, match="cannot give this history a finite"):
+                ledger.release_with_receipt("open", {"q": index}, lambda: index, events)
+            continue
         receipt = ledger.release_with_receipt("open", {"q": index}, lambda: index, events)
-        expected = odometer.spend(events)
-        assert receipt.spent_epsilon == expected          # bit for bit
+        assert receipt.spent_epsilon == expected == odometer.spend(events)    # bit for bit
+        admitted.append(events)
     shown = ledger.show("open")
     assert shown["odometer"]["epsilon"] == shown["spent_epsilon"] == odometer.epsilon
-    assert shown["releases"] == 40 and shown["admitted"]
+    assert shown["releases"] == len(admitted) > 0 and shown["admitted"]
     # a fresh process reads the same
     assert Ledger(ledger.path, create=False).show("open")["odometer"] == shown["odometer"]
 
@@ -79,3 +90,17 @@ def test_the_cli_creates_and_shows_an_odometer(tmp_path, capsys):
     assert main(["ledger", "create", "--ledger", path, "--dataset", "x", "--odometer",
                  "--budget-epsilon", "1"]) == 2
     assert "--odometer" in capsys.readouterr().err
+
+
+def test_a_release_whose_delta_no_level_allows_is_refused_saying_what_fits(tmp_path):
+    """delta_j = delta / ((j + 1)(j + 2)) shrinks up the grid: a release with
+    delta 1e-7 on an odometer at delta 1e-6 fits no level whose epsilon covers
+    it; it used to be charged and left the reading infinite for good."""
+    ledger = Ledger(str(tmp_path / "l.sqlite"))
+    ledger.create_dataset("open", epsilon=None, delta=1e-6)
+    with pytest.raises(LedgerBudgetError, match=r"allows a total delta of about 1\.85e-10"):
+        ledger.release("open", "big", lambda: 0, [ApproxDP(0.5, 1e-7)])
+    assert ledger.show("open")["releases"] == 0
+    ledger.release("open", "small", lambda: 0, [ApproxDP(0.5, 1e-11)])
+    shown = ledger.show("open")
+    assert shown["releases"] == 1 and math.isfinite(shown["spent_epsilon"])

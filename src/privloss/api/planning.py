@@ -440,12 +440,17 @@ def what_fits(ledger, dataset, verdict: dict, admitted, *, epsilon_range=None) -
     search :func:`largest_admitted` over ``admitted``, epsilon -> verdict of
     the same release at that epsilon), or "no epsilon fits; ..." .  The
     binding limit is delta when the releases' deltas reach the delta cap, else
-    epsilon.  None when the ledger follows a plan (the plan fixes epsilon).
+    epsilon.  None when the ledger follows a plan (the plan fixes epsilon) or
+    keeps an odometer (no epsilon budget; its refusal names the delta that fits).
     Reads no data: a function of public parameters and the ledger's totals."""
     from privloss.budget import LedgerBudgetError, LedgerPlanError
 
     summary = ledger.show(dataset)
     if summary["interaction"] != "fully-adaptive":
+        return None
+    if summary.get("odometer") is not None:
+        # no fixed epsilon to fit under: only a release's delta can make an
+        # odometer's reading infinite, and the refusal's reason says what delta fits
         return None
     binding = ("delta is the binding limit (lower --delta / delta)"
                if verdict.get("bound") == "delta-cap" else

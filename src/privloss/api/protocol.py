@@ -304,7 +304,10 @@ def refusal(ledger, dataset, verdict: dict, *, admitted=None, epsilon_range=None
         from privloss.api.planning import what_fits
         fits = what_fits(ledger, dataset, verdict, admitted, epsilon_range=epsilon_range)
     summary = ledger.show(dataset)
-    if not reason.startswith("privacy budget"):
+    if summary.get("odometer") is not None and not reason.startswith("dataset"):
+        reason = (f"dataset {dataset!r} refused the release: {reason} (spent epsilon "
+                  f"{summary['spent_epsilon']:.6g}); nothing was read, recorded or computed")
+    elif not reason.startswith("privacy budget"):
         reason = (f"privacy budget of dataset {dataset!r} exceeded: {reason} (spent epsilon "
                   f"{summary['spent_epsilon']:.6g}, delta {summary['spent_delta']:.3g}; "
                   f"remaining epsilon {summary['remaining_epsilon']:.6g} of "

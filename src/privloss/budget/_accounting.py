@@ -114,10 +114,32 @@ def _fully_adaptive(dataset: Dataset, guarantees, hint=None) -> Spending:
         if hint is not None and level is not None and table is hint.table:
             hint.odometer_level = max(hint.odometer_level, level)
         bound = "odometer" if level is None else f"odometer level {level}"
+        if level is None and policy.delta > 0 and math.isinf(epsilon):
+            # no level of the grid admits the history: the reading would be
+            # infinite from now on, so the release that would do it is refused
+            return Spending(epsilon, policy.delta, False, bound,
+                            _odometer_refusal(policy, table))
         return Spending(epsilon, policy.delta, True, bound, "")
     status = check(policy, guarantees)
     return Spending(status.spent_epsilon, status.spent_delta, bool(status.admitted),
                     status.rule, status.message)
+
+
+def _odometer_refusal(odometer, table) -> str:
+    """Why no level of a privacy odometer's grid admits a history, with the
+    delta a release could have near its epsilon (a hint; public parameters only)."""
+    delta_sum = table.total("delta")
+    epsilon_sum = table.total("epsilon")
+    level = 0
+    from privloss.accounting.odometer import MAX_LEVEL
+    while odometer.level_epsilon(level) < epsilon_sum and level < MAX_LEVEL:
+        level += 1
+    return (f"a privacy odometer at delta {odometer.delta:g} cannot give this history a "
+            f"finite epsilon: its grid's level near epsilon {odometer.level_epsilon(level):.3g} "
+            f"allows a total delta of about {odometer.level_delta(level):.3g} "
+            f"(delta / ((j + 1)(j + 2)) at level j = {level}) and the releases' deltas add "
+            f"up to {delta_sum:.3g}; release with a smaller delta, or use a dataset with a "
+            f"fixed budget")
 
 
 def _planned(dataset: Dataset, events: list, with_delta: bool) -> Spending:

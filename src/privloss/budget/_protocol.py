@@ -278,6 +278,13 @@ class ReleaseProtocol:
         if total.admitted:
             return total
         spent = self._spending(conn, dataset)
+        if math.isinf(dataset.budget_epsilon):          # a privacy odometer: no budget
+            raise LedgerBudgetError(
+                f"dataset {dataset.name!r} refused the release: {total.message} (spent "
+                f"epsilon {spent.epsilon:.6g}); nothing was recorded or computed",
+                dataset=dataset.name, spent=spent.epsilon,
+                budget_epsilon=dataset.budget_epsilon, budget_delta=dataset.budget_delta,
+                would_spend=total.epsilon)
         remaining = max(0.0, dataset.budget_epsilon - spent.epsilon)
         raise LedgerBudgetError(
             f"privacy budget of dataset {dataset.name!r} exceeded: {total.message} "
