@@ -62,6 +62,11 @@ def _abandoned(owner: str | None, me: str) -> bool:
 
 
 
+def _guarantee_for(interaction: str, events) -> str:
+    """The stored guarantee text of one release under a dataset's model."""
+    return _guarantee_text(events) if interaction == "fully-adaptive" else "{}"
+
+
 class ReleaseProtocol:
     """Mixin of :class:`Ledger`: the writing half (uses the reading half's
     ``_verify``, ``_spending``, ``_stored``... and ``_file``)."""
@@ -109,17 +114,22 @@ class ReleaseProtocol:
         encode = _identity if encode is None else encode
         decode = _identity if decode is None else decode
 
-        with self._read() as conn:           # a repeated query costs nothing
-            with self._snapshot(conn):
-                dataset = self._dataset(conn, name)
-                self._verify(conn, name)
-                stored = self._stored(conn, name, key)
-        if stored:
-            return self._receipt(stored, cached=True, decode=decode)
-        guarantee = _guarantee_text(events) if dataset.interaction == "fully-adaptive" else \
-            json.dumps({})
-
-        self._check_witness_writable()
+        try:
+            self._check_witness_writable()
+        except LedgerError:
+            # a stored answer leaves without a charge, so without a witness line
+            stored = self._stored_answer(name, key)
+            if stored:
+                return self._receipt(stored, cached=True, decode=decode)
+            raise
+        # the guarantee is computed before the lock from the dataset's model as this
+        # process verified it (immutable: covered by the dataset's digest); the
+        # charge itself reads the model again, under the lock, and recomputes it
+        # there if this process had not seen the dataset yet
+        with self._lock:
+            known = self._verified.get(name)
+        guarantee = None if known is None or known.dataset is None else \
+            _guarantee_for(known.dataset[3], events)
         owner = _owner()
         group = group_for(self._file.path)
 
@@ -131,15 +141,22 @@ class ReleaseProtocol:
 
         def check_and_insert(conn):
             self._stage("begun")
+            if name not in self._verified:
+                self._dataset(conn, name)           # UnknownDatasetError, with the known names
             verified = self._verify(conn, name)
             # the row verify() just read and checked against its digest (one read)
             dataset = Dataset(*verified.dataset)
             self._check_not_behind(name, verified.count)
+            # a repeated query costs nothing: its stored answer is looked up here, under
+            # the lock, in the one query that also finds an identical pending release
             stored, pending = self._answers_of(conn, name, key, owner)
-            if stored:            # an identical query was answered meanwhile
+            if stored:
                 return "stored", stored
             if pending is not None:
                 return "pending", pending
+            nonlocal guarantee
+            if guarantee is None:
+                guarantee = _guarantee_for(dataset.interaction, events)
             plan_item = self._match_plan(conn, dataset, query_key, events_text)
             spent = self._charge_or_refuse(conn, dataset, events, guarantee)
             if cap is not None:
@@ -182,6 +199,14 @@ class ReleaseProtocol:
         self._stage("committed")
         return Receipt(decode(result_from_text(result_text)), False, release_id, spent.epsilon,
                        spent.bound, time, None if plan_item is None else plan_item + 1)
+
+    def _stored_answer(self, name: str, key: str):
+        """The stored answer of ``key`` read in a snapshot (``_stored``), or None."""
+        with self._read() as conn:
+            with self._snapshot(conn):
+                self._dataset(conn, name)
+                self._verify(conn, name)
+                return self._stored(conn, name, key)
 
     def _insert_pending(self, conn, name: str, key: str, events_text: str, guarantee: str,
                         plan_item, spent: Spending, time: str, analyst: str | None,
