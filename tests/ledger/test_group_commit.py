@@ -127,3 +127,45 @@ def test_a_writer_waits_for_the_lock_at_most_its_timeout(tmp_path):
     assert ledger.release("d", "q", lambda: 1, PureDP(0.1)) == 1
     holder.close()
     assert Ledger(path, create=False).show("d")["releases"] == 1
+
+
+class FailsAfterInsert(SlowFirstCharge):
+    """The charge of query "bad" fails after its rows were inserted (as a database
+    error in the UPDATE would): a piece that wrote must roll back its writes only."""
+
+    def _insert_pending(self, conn, name, key, *args):
+        inserted = super()._insert_pending(conn, name, key, *args)
+        if key == '"bad"':
+            raise LedgerError("simulated: failed after inserting")
+        return inserted
+
+
+def test_a_piece_failing_after_its_insert_rolls_back_only_itself(tmp_path, batches):
+    path = str(tmp_path / "ledger.sqlite")
+    Ledger(path).create_dataset("d", epsilon=10.0)
+    ledgers = [FailsAfterInsert(path, create=False) for _ in range(8)]
+    barrier = threading.Barrier(len(ledgers))
+    outcomes = {}
+
+    def worker(index):
+        key = "bad" if index == 3 else f"q{index}"
+        barrier.wait()
+        try:
+            outcomes[key] = ledgers[index].release("d", key, lambda: index, PureDP(0.5))
+        except LedgerError as error:
+            outcomes[key] = str(error)
+
+    threads = [threading.Thread(target=worker, args=(index,)) for index in range(len(ledgers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert "simulated" in outcomes.pop("bad")
+    assert outcomes == {f"q{index}": index for index in range(8) if index != 3}
+    assert max(batches) > 1
+    history = Ledger(path, create=False).history("d")
+    assert sorted(row["query"] for row in history) == sorted(outcomes)
+    assert all(row["status"] == "done" for row in history)
+    assert Ledger(path, create=False).verify()["releases"] == 7
+    # the ledgers go on from the tables: none kept the rolled-back row
+    assert ledgers[3].release("d", "after", lambda: 1, PureDP(0.5)) == 1

@@ -40,21 +40,24 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["group_for", "MAX_BATCH"]
+__all__ = ["group_for", "writing", "MAX_BATCH"]
 
 #: pieces of work per transaction (bounds the wait of the last one)
 MAX_BATCH = 64
 
 _GROUPS: dict = {}
+#: the piece of work the leader thread is running (for :func:`writing`)
+_RUNNING = threading.local()
 _GROUPS_LOCK = threading.Lock()
 
 
 class _Work:
-    __slots__ = ("ledger", "body", "result", "error", "done", "lead")
+    __slots__ = ("ledger", "body", "result", "error", "done", "lead", "wrote")
 
     def __init__(self, ledger, body):
         self.ledger, self.body = ledger, body
         self.result = self.error = None
+        self.wrote = False
         self.done = threading.Event()
         self.lead = False
 
@@ -110,16 +113,17 @@ class GroupCommit:
             GroupCommit._commit_one(ledger, batch[0], floors)
             return
         try:
-            with ledger._write() as conn:
-                with ledger._file.transaction(conn, write=True):
-                    for work in batch:
-                        conn.execute("SAVEPOINT privloss_work")
-                        try:
-                            work.result = work.body(conn)
-                        except Exception as error:        # this piece only
-                            conn.execute("ROLLBACK TO SAVEPOINT privloss_work")
-                            work.error = _translated(ledger, error)
-                        conn.execute("RELEASE SAVEPOINT privloss_work")
+            try:
+                GroupCommit._run_batch(ledger, batch, savepoints=False)
+            except _Dirty:
+                # a piece failed after writing (or the database failed it): the whole
+                # transaction was rolled back; run the batch again, each piece in its
+                # own savepoint, so that piece's failure rolls back only its own writes
+                for work in batch:
+                    work.result = work.error = None
+                    work.wrote = False
+                    _forget(work.ledger, floors)
+                GroupCommit._run_batch(ledger, batch, savepoints=True)
         except BaseException as error:
             # nothing of the batch was committed: no piece may report success,
             # and caches that saw its uncommitted rows are dropped
@@ -134,6 +138,32 @@ class GroupCommit:
             return
         for work in batch:
             work.done.set()
+
+    @staticmethod
+    def _run_batch(ledger, batch: list[_Work], *, savepoints: bool) -> None:
+        """Every piece in one write transaction, committed at the end. Without
+        ``savepoints`` a piece that raises before writing anything (a refusal: the
+        checks come before the insert) needs no rollback; one that raises after
+        writing, or with a database error (PostgreSQL then aborts the whole
+        transaction), raises :class:`_Dirty` and the transaction is rolled back."""
+        with ledger._write() as conn:
+            with ledger._file.transaction(conn, write=True):
+                for work in batch:
+                    if savepoints:
+                        conn.execute("SAVEPOINT privloss_work")
+                    _RUNNING.work = work
+                    try:
+                        work.result = work.body(conn)
+                    except Exception as error:        # this piece only
+                        if not savepoints and (work.wrote or _is_driver_error(error)):
+                            raise _Dirty from error
+                        if savepoints:
+                            conn.execute("ROLLBACK TO SAVEPOINT privloss_work")
+                        work.error = _translated(ledger, error)
+                    finally:
+                        _RUNNING.work = None
+                    if savepoints:
+                        conn.execute("RELEASE SAVEPOINT privloss_work")
 
     @staticmethod
     def _commit_one(ledger, work: _Work, floors: dict) -> None:
@@ -166,6 +196,18 @@ def _forget(owner, floors: dict) -> None:
         owner._tables.clear()
         owner._floor.clear()
         owner._floor.update(floors[id(owner)])
+
+
+class _Dirty(Exception):
+    """Internal: a piece failed after writing; roll the batch back and rerun it
+    with a savepoint per piece."""
+
+
+def writing() -> None:
+    """Called by a piece of work just before its first write (see :meth:`GroupCommit._run_batch`)."""
+    work = getattr(_RUNNING, "work", None)
+    if work is not None:
+        work.wrote = True
 
 
 class _PieceFailed(Exception):

@@ -19,7 +19,7 @@ from ._accounting import Dataset, Spending
 from ._common import (Receipt, _check_analyst, _check_events, _guarantee_text, _identity, _now,
                       check_dataset_name)
 from ._errors import LedgerBudgetError, LedgerError
-from ._group import group_for
+from ._group import group_for, writing
 from ._integrity import check_seal, release_chain, release_seal
 
 __all__ = ["ReleaseProtocol"]
@@ -218,6 +218,7 @@ class ReleaseProtocol:
         release_id = self._file.next_release_id(conn)
         chain = release_chain(head, release_id, name, key, events_text, guarantee, plan_item,
                               owner, analyst, spent.epsilon, spent.bound, time)
+        writing()       # from here on, a failure must roll back this piece's writes
         conn.execute("INSERT INTO releases (id, dataset, query_key, events, guarantee, plan_item, "
                      "owner, analyst, spent_epsilon, bound, time, chain) "
                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -257,6 +258,7 @@ class ReleaseProtocol:
         seal = release_seal(chain, status, result_text)
 
         def finish(conn):
+            writing()
             conn.execute("INSERT INTO outcomes (release_id, status, result, seal) "
                          "SELECT id, ?, ?, ? FROM releases WHERE id = ? AND chain = ? AND "
                          "NOT EXISTS (SELECT 1 FROM outcomes WHERE release_id = ?)",
