@@ -163,6 +163,16 @@ def _check_companion(path: str) -> None:
                           f"(SQLite's journal must belong to this ledger only)")
 
 
+class _LedgerConnection(sqlite3.Connection):
+    """An SQLite connection that remembers what it already read or set: the
+    file identity recorded in its file (meta rows never change: insert-only) and
+    whether its busy timeout is off (as :meth:`LedgerFile._begin_immediate` sets
+    it), so neither costs a statement per transaction."""
+
+    recorded_id: str | None = None
+    waits: bool = True          # busy_timeout as configured (False: 0, the writers' setting)
+
+
 class LedgerFile:
     """Connections to one ledger file (see the module docstring)."""
 
@@ -221,6 +231,15 @@ class LedgerFile:
         conn = self._idle.take(uri) if reuse else None
         if conn is None:
             conn = self._open(uri)
+        if (read_only or create) and not conn.waits:
+            # readers and schema work wait for locks as configured; writers that
+            # retry BEGIN IMMEDIATE themselves keep the timeout off between uses
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            except _DAMAGE as error:
+                conn.close()
+                raise self.translate(error) from error
+            conn.waits = True
         try:
             yield conn
         except _DAMAGE as error:
@@ -236,7 +255,7 @@ class LedgerFile:
             # one thread at a time uses a connection (taken from and given back to the
             # idle stack under its lock), so it may move between threads
             conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None,
-                                   check_same_thread=False)
+                                   check_same_thread=False, factory=_LedgerConnection)
         except sqlite3.Error as error:
             raise self.translate(error) from error
         try:
@@ -280,21 +299,32 @@ class LedgerFile:
         unfairness; the lock itself is still SQLite's."""
         deadline = _time.monotonic() + self.timeout
         pause = 0.0005
-        conn.execute("PRAGMA busy_timeout = 0")
-        try:
-            while True:
+        if getattr(conn, "waits", True):
+            conn.execute("PRAGMA busy_timeout = 0")      # stays off until a reader takes it
+            if isinstance(conn, _LedgerConnection):
+                conn.waits = False
+            else:
+                # not one of ours (a test's own connection): restore as before
                 try:
-                    conn.execute("BEGIN IMMEDIATE")
-                    return
-                except sqlite3.OperationalError as error:
-                    if "locked" not in str(error) and "busy" not in str(error):
-                        raise
-                    if _time.monotonic() >= deadline:
-                        raise
-                _time.sleep(pause * _random.uniform(0.5, 1.5))
-                pause = min(2 * pause, 0.005)
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+                    self._begin_retrying(conn, deadline, pause)
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+                return
+        self._begin_retrying(conn, deadline, pause)
+
+    @staticmethod
+    def _begin_retrying(conn, deadline: float, pause: float) -> None:
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) and "busy" not in str(error):
+                    raise
+                if _time.monotonic() >= deadline:
+                    raise
+            _time.sleep(pause * _random.uniform(0.5, 1.5))
+            pause = min(2 * pause, 0.005)
 
     def translate(self, error: sqlite3.Error) -> LedgerError:
         if isinstance(error, UnicodeDecodeError):
@@ -355,7 +385,13 @@ class LedgerFile:
     def check_identity(self, conn) -> None:
         """Refuse a ledger whose device and inode differ from those recorded at
         creation (a copy restored in its place, or a move across file systems)."""
-        row = conn.execute("SELECT value FROM meta WHERE key = 'file_id'").fetchone()
+        recorded = getattr(conn, "recorded_id", None)
+        if recorded is None:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'file_id'").fetchone()
+            if row is not None and isinstance(conn, _LedgerConnection):
+                conn.recorded_id = row[0]
+        else:
+            row = (recorded,)
         current = file_id_of(os.stat(self.path))
         if row is None:
             raise LedgerError(f"ledger {self.path} has no recorded file identity; refusing it")
