@@ -129,12 +129,13 @@ def throughput(args) -> int:
         start = time.time() + 1.0 + 0.1 * args.writers
         pool_type = (concurrent.futures.ProcessPoolExecutor if args.processes
                      else concurrent.futures.ThreadPoolExecutor)
-        cpu = time.process_time()
+        cpu, times = time.process_time(), os.times()
         with pool_type(args.writers) as pool:
             futures = [pool.submit(_writer, location, witness, key, args.seconds, number, start)
                        for number in range(args.writers)]
             pairs = [value for future in futures for value in future.result()]
         cpu = time.process_time() - cpu       # this process: every writer thread's CPU
+        system = os.times().system - times.system
         releases = Ledger(location, create=False).show("d")["releases"]
     count = len(pairs)
     kind = "processes" if args.processes else "threads"
@@ -150,7 +151,8 @@ def throughput(args) -> int:
           f"({releases} recorded), {count / args.seconds:.1f} releases/s; release latency "
           f"{summary(whole for whole, _ in pairs)}; charge latency "
           f"{summary(charge for _, charge in pairs)}"
-          + ("" if args.processes else f"; CPU {cpu / max(count, 1) * 1e3:.2f} ms per release")
+          + ("" if args.processes else f"; CPU {cpu / max(count, 1) * 1e3:.2f} ms per release "
+             f"({system / max(count, 1) * 1e3:.2f} ms of it in the kernel)")
           + f"; load average {os.getloadavg()[0]:.1f}")
     return 0
 

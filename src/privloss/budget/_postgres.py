@@ -44,7 +44,8 @@ import weakref
 
 from ._errors import LedgerError
 from ._idle import IdleConnections
-from ._store import SCHEMA, SCHEMA_VERSION, explicit_transaction
+from ._store import (ADVANCE_DATASET, INSERT_RELEASE, SCHEMA, SCHEMA_VERSION,
+                     explicit_transaction)
 
 __all__ = ["PostgresStore", "is_postgres_url", "POSTGRES_SCHEMA", "APPEND_ONLY_SQL",
            "service_role_sql"]
@@ -306,7 +307,23 @@ class PostgresStore:
             conn.execute("INSERT INTO meta (key, value) VALUES ('application', ?), "
                           "('schema_version', ?)", (_APPLICATION, str(SCHEMA_VERSION)))
 
+    #: the id the next release will get (a sequence: ids taken by a charge that is
+    #: then refused or rolled back are skipped, as PostgreSQL sequences do)
+    NEXT_RELEASE_ID = f"SELECT nextval(pg_get_serial_sequence('{POSTGRES_SCHEMA}.releases', 'id'))"
+
     @staticmethod
-    def next_release_id(conn) -> int:
-        return conn.execute("SELECT nextval(pg_get_serial_sequence(?, 'id'))",
-                            (f"{POSTGRES_SCHEMA}.releases",)).fetchone()[0]
+    def prefetch(conn, statements) -> list:
+        """The rows of each ``(sql, parameters)``, in order, sent together in
+        psycopg's pipeline mode: one round trip for all of them."""
+        raw = conn._connection
+        with raw.pipeline():
+            cursors = [raw.execute(sql.replace("?", "%s"), tuple(parameters))
+                       for sql, parameters in statements]
+        return [cursor.fetchall() for cursor in cursors]
+
+    @staticmethod
+    def insert_release(conn, release: tuple, advance: tuple) -> int:
+        """As :meth:`LedgerFile.insert_release`, in one statement (one round trip)."""
+        return conn.execute(f"WITH inserted AS ({INSERT_RELEASE} RETURNING id) "
+                            f"{ADVANCE_DATASET} AND EXISTS (SELECT 1 FROM inserted)",
+                            (*release, *advance)).rowcount

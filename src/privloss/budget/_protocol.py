@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 import time as _time
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from privloss.serialize import (canonical_query_key, events_to_text, result_from_text,
                                            result_to_text)
@@ -20,7 +20,7 @@ from ._common import (Receipt, _check_analyst, _check_events, _guarantee_text, _
                       check_dataset_name)
 from ._errors import LedgerBudgetError, LedgerError
 from ._group import group_for, writing
-from ._integrity import check_seal, release_chain, release_seal
+from ._integrity import DATASET_ROW, check_seal, release_chain, release_seal, releases_since
 
 __all__ = ["ReleaseProtocol"]
 
@@ -60,6 +60,22 @@ def _abandoned(owner: str | None, me: str) -> bool:
         return False
     return False
 
+
+
+#: the releases of one query key with their outcomes (parameters: dataset, key)
+_ANSWERS = ("SELECT r.id, o.status, o.result, r.spent_epsilon, r.bound, r.time, r.plan_item, "
+            "r.chain, o.seal, r.owner FROM releases r LEFT JOIN outcomes o ON o.release_id = "
+            "r.id WHERE r.dataset = ? AND r.query_key = ? ORDER BY r.id")
+
+
+class Prefetched(NamedTuple):
+    """A charge's reads (:meth:`ReleaseProtocol._prefetch`)."""
+
+    last_id: int            # the verified release the releases were read from
+    dataset_row: tuple | None
+    releases: list
+    answers: list
+    next_id: int
 
 
 def _guarantee_for(interaction: str, events) -> str:
@@ -141,15 +157,19 @@ class ReleaseProtocol:
 
         def check_and_insert(conn):
             self._stage("begun")
-            if name not in self._verified:
+            with self._lock:
+                cached = self._verified.get(name)
+            if cached is None:
                 self._dataset(conn, name)           # UnknownDatasetError, with the known names
-            verified = self._verify(conn, name)
+            prefetched = None if cached is None else self._prefetch(conn, name, key, cached)
+            verified = self._verify(conn, name, prefetched)
             # the row verify() just read and checked against its digest (one read)
             dataset = Dataset(*verified.dataset)
             self._check_not_behind(name, verified.count)
             # a repeated query costs nothing: its stored answer is looked up here, under
             # the lock, in the one query that also finds an identical pending release
-            stored, pending = self._answers_of(conn, name, key, owner)
+            stored, pending = self._answers_of(
+                conn, name, key, owner, None if prefetched is None else prefetched.answers)
             if stored:
                 return "stored", stored
             if pending is not None:
@@ -165,7 +185,8 @@ class ReleaseProtocol:
             time = _now()
             release_id, count, head = self._insert_pending(
                 conn, name, key, events_text, guarantee, plan_item, spent, time, analyst,
-                owner, verified.chain, verified.count)
+                owner, verified.chain, verified.count,
+                None if prefetched is None else prefetched.next_id)
             return "charged", (release_id, count, head, plan_item, spent, time)
 
         deadline = _time.monotonic() + self._file.timeout
@@ -208,41 +229,49 @@ class ReleaseProtocol:
                 self._verify(conn, name)
                 return self._stored(conn, name, key)
 
+    def _prefetch(self, conn, name: str, key: str, cached) -> "Prefetched":
+        """The reads of a charge, made together (one round trip to a PostgreSQL
+        server, :meth:`PostgresStore.prefetch`) inside its transaction: the
+        dataset's row and release count, its releases from ``cached``'s last
+        verified one on, the rows of an identical query, the next release id."""
+        row, releases, answers, next_id = self._file.prefetch(conn, (
+            (DATASET_ROW, (name, name)), (releases_since(), (name, cached.last_id)),
+            (_ANSWERS, (name, key)), (self._file.NEXT_RELEASE_ID, ())))
+        return Prefetched(cached.last_id, row[0] if row else None, releases, answers,
+                          next_id[0][0])
+
     def _insert_pending(self, conn, name: str, key: str, events_text: str, guarantee: str,
                         plan_item, spent: Spending, time: str, analyst: str | None,
-                        owner: str, head: str, recorded: int) -> tuple[int, int, str]:
+                        owner: str, head: str, recorded: int,
+                        release_id: int | None = None) -> tuple[int, int, str]:
         """Record a charged release, chained to the dataset's head (inside the
         charging transaction; ``head`` and ``recorded`` as verified in it: the
-        verification checked them against the dataset's row); its id, the
-        dataset's new release count and head."""
-        release_id = self._file.next_release_id(conn)
+        verification checked them against the dataset's row; ``release_id`` as
+        prefetched in it, else read now); its id, the dataset's new release
+        count and head."""
+        if release_id is None:
+            release_id = conn.execute(self._file.NEXT_RELEASE_ID).fetchone()[0]
         chain = release_chain(head, release_id, name, key, events_text, guarantee, plan_item,
                               owner, analyst, spent.epsilon, spent.bound, time)
         writing()       # from here on, a failure must roll back this piece's writes
-        conn.execute("INSERT INTO releases (id, dataset, query_key, events, guarantee, plan_item, "
-                     "owner, analyst, spent_epsilon, bound, time, chain) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     (release_id, name, key, events_text, guarantee, plan_item, owner, analyst,
-                      spent.epsilon, spent.bound, time, chain))
-        updated = conn.execute("UPDATE datasets SET head = ?, recorded = recorded + 1 "
-                               "WHERE name = ? AND head = ? AND recorded = ?",
-                               (chain, name, head, recorded)).rowcount
+        updated = self._file.insert_release(
+            conn, (release_id, name, key, events_text, guarantee, plan_item, owner, analyst,
+                   spent.epsilon, spent.bound, time, chain), (chain, name, head, recorded))
         if updated != 1:      # cannot happen under the write lock; never chain off a stale head
             raise LedgerError(f"ledger {self.path}: dataset {name!r} changed during its "
                               f"charging transaction; nothing was recorded")
         return release_id, recorded + 1, chain
 
-    def _answers_of(self, conn, name: str, key: str, me: str) -> tuple:
+    def _answers_of(self, conn, name: str, key: str, me: str, rows=None) -> tuple:
         """(the stored answer of an identical query as ``_stored`` gives it, or None;
-        the owner of a live pending identical release, or None), in one query;
-        ``me``: the asking thread's owner string."""
+        the owner of a live pending identical release, or None), in one query
+        (``rows``: its rows, if prefetched in this transaction); ``me``: the
+        asking thread's owner string."""
         stored = pending = None
+        if rows is None:
+            rows = conn.execute(_ANSWERS, (name, key)).fetchall()
         for (release_id, status, result, spent, bound, time, plan_item, chain, seal,
-             owner) in conn.execute(
-                "SELECT r.id, o.status, o.result, r.spent_epsilon, r.bound, r.time, "
-                "r.plan_item, r.chain, o.seal, r.owner FROM releases r LEFT JOIN outcomes o "
-                "ON o.release_id = r.id WHERE r.dataset = ? AND r.query_key = ? ORDER BY r.id",
-                (name, key)).fetchall():
+             owner) in rows:
             if status == "done" and stored is None:
                 check_seal(self.path, name, release_id, chain, "done", result, seal)
                 stored = (release_id, result, spent, bound, time, plan_item)

@@ -127,6 +127,14 @@ SQLITE_TRIGGERS = (
 )
 
 
+#: a charged release's record (its id, dataset, ... chain), and the dataset advanced by it
+INSERT_RELEASE = ("INSERT INTO releases (id, dataset, query_key, events, guarantee, plan_item, "
+                  "owner, analyst, spent_epsilon, bound, time, chain) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+ADVANCE_DATASET = ("UPDATE datasets SET head = ?, recorded = recorded + 1 "
+                   "WHERE name = ? AND head = ? AND recorded = ?")
+
+
 @contextlib.contextmanager
 def explicit_transaction(conn, begin):
     """Run the ``begin`` statements, then COMMIT on success or ROLLBACK on any
@@ -376,11 +384,21 @@ class LedgerFile:
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
+    #: the id the next release will get (inside the write transaction)
+    NEXT_RELEASE_ID = ("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = "
+                       "'releases'), 0) + 1")
+
     @staticmethod
-    def next_release_id(conn) -> int:
-        """The id the next release will get (inside the write transaction)."""
-        return conn.execute("SELECT coalesce((SELECT seq FROM sqlite_sequence "
-                            "WHERE name = 'releases'), 0) + 1").fetchone()[0]
+    def prefetch(conn, statements) -> list:
+        """The rows of each ``(sql, parameters)``, in order (a local file: one by one)."""
+        return [conn.execute(sql, parameters).fetchall() for sql, parameters in statements]
+
+    @staticmethod
+    def insert_release(conn, release: tuple, advance: tuple) -> int:
+        """Insert a release record and advance its dataset's head and count
+        (``advance``: new head, name, old head, old count); the rows advanced (1)."""
+        conn.execute(INSERT_RELEASE, release)
+        return conn.execute(ADVANCE_DATASET, advance).rowcount
 
     def check_identity(self, conn) -> None:
         """Refuse a ledger whose device and inode differ from those recorded at
