@@ -263,8 +263,18 @@ class PostgresStore:
     def transaction(conn, *, write: bool):
         """Writes: BEGIN and the ledger's advisory lock (one writer at a time, as
         SQLite); reads: one REPEATABLE READ snapshot. ROLLBACK on any exception."""
-        begin = (["BEGIN", ("SELECT pg_advisory_xact_lock(?)", (_WRITE_LOCK,))] if write
-                 else ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"])
+        if not write:
+            with explicit_transaction(conn, ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"]):
+                yield
+            return
+        raw = getattr(conn, "_connection", None)
+        if raw is None:
+            begin = ["BEGIN", ("SELECT pg_advisory_xact_lock(?)", (_WRITE_LOCK,))]
+        else:
+            with raw.pipeline():        # BEGIN and the lock in one round trip
+                raw.execute("BEGIN")
+                raw.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
+            begin = []
         with explicit_transaction(conn, begin):
             yield
 
