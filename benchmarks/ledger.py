@@ -9,14 +9,15 @@ Results: docs/benchmarks.md ("Ledger admission", "Ledger throughput").
 ``--writers N``: N threads (``--processes``: processes), each with its own
 ``Ledger`` on one anchored ledger (a witness and a key, as the service opens
 it), release distinct queries of PureDP(1e-6) on one dataset with a trivial
-computation for ``--seconds``; prints releases per second (wall) and the
+computation for ``--seconds``; prints charges per second (wall; every release
+charges, so this is also releases per second) and the
 median, p99 and maximum latency of one ``release`` call (the charge, the
 computation and storing the answer) and of its charge (from the call until
 the charging transaction committed); with threads, also the CPU time of the
-whole process per release (every thread's, the database client's included:
-under load the wall figures measure the machine, this measures the code). A
-fresh SQLite file in a temporary
-folder unless ``--ledger`` names a PostgreSQL database.
+whole process per release and its part in the kernel (fsyncs, locks, sockets;
+every thread's, the database client's included: under load the wall figures
+measure the machine, this measures the code). A fresh SQLite file in a
+temporary folder unless ``--ledger`` names a PostgreSQL database.
 
 Builds a ledger file whose dataset has ``--history`` recorded releases (a
 top-10 each: 10 BR + 10 Laplace events; rows written directly with the
@@ -147,8 +148,10 @@ def throughput(args) -> int:
                 f"{values[min(count - 1, int(0.99 * count))] * 1e3:.1f} ms, max "
                 f"{values[-1] * 1e3:.1f} ms")
 
+    # every release charges (distinct queries, each recorded before computing): the
+    # charges per second are the releases per second, and the p99 is the charge's
     print(f"{backend}, {args.writers} writer {kind}, {args.seconds:g} s: {count} releases "
-          f"({releases} recorded), {count / args.seconds:.1f} releases/s; release latency "
+          f"({releases} recorded), {count / args.seconds:.1f} charges/s; release latency "
           f"{summary(whole for whole, _ in pairs)}; charge latency "
           f"{summary(charge for _, charge in pairs)}"
           + ("" if args.processes else f"; CPU {cpu / max(count, 1) * 1e3:.2f} ms per release "
