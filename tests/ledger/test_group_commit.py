@@ -86,7 +86,7 @@ def test_a_failed_commit_charges_nothing_and_leaves_no_stale_cache(tmp_path, mon
     original = LedgerFile.transaction
 
     @contextlib.contextmanager
-    def failing(self, conn, *, write):
+    def failing(self, conn, *, write, durable=True):
         if not write:
             with original(self, conn, write=write):
                 yield
@@ -169,3 +169,30 @@ def test_a_piece_failing_after_its_insert_rolls_back_only_itself(tmp_path, batch
     assert Ledger(path, create=False).verify()["releases"] == 7
     # the ledgers go on from the tables: none kept the rolled-back row
     assert ledgers[3].release("d", "after", lambda: 1, PureDP(0.5)) == 1
+
+
+def test_the_charge_is_committed_durably_and_the_outcome_without_an_fsync(tmp_path,
+                                                                          monkeypatch):
+    """The charge's COMMIT is fsynced (synchronous=FULL) before computing; the
+    outcome's is not (NORMAL: it survives the process's crash, and the next
+    charge's fsync of the log covers it), so a power failure can only leave a
+    release charged and pending."""
+    path = str(tmp_path / "ledger.sqlite")
+    ledger = Ledger(path)
+    ledger.create_dataset("d", epsilon=1.0)
+    original = LedgerFile.transaction
+    seen = []
+
+    @contextlib.contextmanager
+    def recording(self, conn, *, write, durable=True):
+        with original(self, conn, write=write, durable=durable):
+            yield
+            if write:
+                seen.append((durable, conn.execute("PRAGMA synchronous").fetchone()[0]))
+
+    monkeypatch.setattr(LedgerFile, "transaction", recording)
+    ledger.release("d", "a", lambda: 1, PureDP(0.1))
+    ledger.release("d", "b", lambda: 2, PureDP(0.1))
+    assert seen == [(True, 2), (False, 1), (True, 2), (False, 1)]     # 2: FULL, 1: NORMAL
+    monkeypatch.undo()
+    assert [row["status"] for row in Ledger(path, create=False).history("d")] == ["done"] * 2

@@ -52,12 +52,13 @@ _GROUPS_LOCK = threading.Lock()
 
 
 class _Work:
-    __slots__ = ("ledger", "body", "result", "error", "done", "lead", "wrote")
+    __slots__ = ("ledger", "body", "result", "error", "done", "lead", "wrote", "durable")
 
     def __init__(self, ledger, body):
         self.ledger, self.body = ledger, body
         self.result = self.error = None
         self.wrote = False
+        self.durable = True
         self.done = threading.Event()
         self.lead = False
 
@@ -70,10 +71,14 @@ class GroupCommit:
         self._queue: list[_Work] = []
         self._leading = False
 
-    def run(self, ledger, body):
+    def run(self, ledger, body, *, durable: bool = True):
         """``body(conn)`` inside a write transaction of ``ledger``'s store,
-        committed with the other queued work; its result, or its exception."""
+        committed with the other queued work; its result, or its exception.
+        ``durable=False``: the work may be lost with the last commits in a power
+        failure (never torn; a later durable commit makes it durable too); a
+        batch is committed durably if any of its pieces asks for it."""
         work = _Work(ledger, body)
+        work.durable = durable
         with self._lock:
             self._queue.append(work)
             lead = not self._leading
@@ -147,7 +152,8 @@ class GroupCommit:
         writing, or with a database error (PostgreSQL then aborts the whole
         transaction), raises :class:`_Dirty` and the transaction is rolled back."""
         with ledger._write() as conn:
-            with ledger._file.transaction(conn, write=True):
+            with ledger._file.transaction(conn, write=True,
+                                          durable=any(work.durable for work in batch)):
                 for work in batch:
                     if savepoints:
                         conn.execute("SAVEPOINT privloss_work")
@@ -170,7 +176,7 @@ class GroupCommit:
         """A batch of one: no savepoint; its exception rolls the transaction back."""
         try:
             with ledger._write() as conn:
-                with ledger._file.transaction(conn, write=True):
+                with ledger._file.transaction(conn, write=True, durable=work.durable):
                     try:
                         work.result = work.body(conn)
                     except Exception as error:

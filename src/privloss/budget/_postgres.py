@@ -260,19 +260,25 @@ class PostgresStore:
 
     @staticmethod
     @contextlib.contextmanager
-    def transaction(conn, *, write: bool):
+    def transaction(conn, *, write: bool, durable: bool = True):
         """Writes: BEGIN and the ledger's advisory lock (one writer at a time, as
-        SQLite); reads: one REPEATABLE READ snapshot. ROLLBACK on any exception."""
+        SQLite); reads: one REPEATABLE READ snapshot. ROLLBACK on any exception.
+        ``durable=False``: ``synchronous_commit = off`` for this transaction (its
+        COMMIT does not wait for the WAL flush; a server crash may lose it, never
+        tear it, and a later durable COMMIT's flush covers it)."""
         if not write:
             with explicit_transaction(conn, ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"]):
                 yield
             return
         raw = getattr(conn, "_connection", None)
         if raw is None:
-            begin = ["BEGIN", ("SELECT pg_advisory_xact_lock(?)", (_WRITE_LOCK,))]
+            begin = ["BEGIN", *([] if durable else ["SET LOCAL synchronous_commit = off"]),
+                     ("SELECT pg_advisory_xact_lock(?)", (_WRITE_LOCK,))]
         else:
             with raw.pipeline():        # BEGIN and the lock in one round trip
                 raw.execute("BEGIN")
+                if not durable:
+                    raw.execute("SET LOCAL synchronous_commit = off")
                 raw.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
             begin = []
         with explicit_transaction(conn, begin):

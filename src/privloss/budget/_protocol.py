@@ -234,11 +234,12 @@ class ReleaseProtocol:
         server, :meth:`PostgresStore.prefetch`) inside its transaction: the
         dataset's row and release count, its releases from ``cached``'s last
         verified one on, the rows of an identical query, the next release id."""
+        with self._lock:        # other threads' reads advance the cached state in place
+            last_id = cached.last_id
         row, releases, answers, next_id = self._file.prefetch(conn, (
-            (DATASET_ROW, (name, name)), (releases_since(), (name, cached.last_id)),
+            (DATASET_ROW, (name, name)), (releases_since(), (name, last_id)),
             (_ANSWERS, (name, key)), (self._file.NEXT_RELEASE_ID, ())))
-        return Prefetched(cached.last_id, row[0] if row else None, releases, answers,
-                          next_id[0][0])
+        return Prefetched(last_id, row[0] if row else None, releases, answers, next_id[0][0])
 
     def _insert_pending(self, conn, name: str, key: str, events_text: str, guarantee: str,
                         plan_item, spent: Spending, time: str, analyst: str | None,
@@ -294,7 +295,10 @@ class ReleaseProtocol:
                          (status, result_text, seal, release_id, chain, release_id))
             self._stage("finishing")
 
-        group_for(self._file.path).run(self, finish)
+        # not durable on its own: the charge was (before computing); a power failure
+        # before the next durable COMMIT may lose this outcome, leaving the release
+        # charged and pending, never free (docs/ledger.md, "Guarantees")
+        group_for(self._file.path).run(self, finish, durable=False)
 
     def _match_plan(self, conn, dataset: Dataset, query_key, events_text: str) -> int | None:
         if dataset.interaction == "fully-adaptive":

@@ -179,6 +179,7 @@ class _LedgerConnection(sqlite3.Connection):
 
     recorded_id: str | None = None
     waits: bool = True          # busy_timeout as configured (False: 0, the writers' setting)
+    synchronous: str = "FULL"   # PRAGMA synchronous as last set
 
 
 class LedgerFile:
@@ -285,14 +286,22 @@ class LedgerFile:
         self._idle.close()
 
     @contextlib.contextmanager
-    def transaction(self, conn, *, write: bool):
+    def transaction(self, conn, *, write: bool, durable: bool = True):
         """BEGIN (IMMEDIATE for writes: the write lock first, so checks and
         inserts see the same history); COMMIT on success, ROLLBACK on any
-        exception (including KeyboardInterrupt)."""
+        exception (including KeyboardInterrupt). ``durable=False`` (a write that
+        may be lost in a power failure, a release's outcome): ``synchronous =
+        NORMAL``, the COMMIT goes to the write-ahead log without an fsync; it
+        survives a crash of the process, and the next durable COMMIT's fsync of
+        the log (whoever makes it) covers it, since the log is written in order."""
         if not write:
             with explicit_transaction(conn, ["BEGIN"]):
                 yield
             return
+        wanted = "FULL" if durable else "NORMAL"
+        if isinstance(conn, _LedgerConnection) and conn.synchronous != wanted:
+            conn.execute(f"PRAGMA synchronous = {wanted}")
+            conn.synchronous = wanted
         self._begin_immediate(conn)
         with explicit_transaction(conn, []):
             yield
