@@ -8,17 +8,21 @@ flush on PostgreSQL, and one writer holds the lock at a time. With many
 threads, the lock and the fsyncs, not the checks, bound the throughput. Here
 the threads of one process that write to one ledger queue their work; one of
 them (the *leader*) opens one write transaction, runs each queued piece of
-work in queue order, each in its own savepoint, and commits once; then every
-thread gets its own result or exception, and the next waiting thread leads
-the next batch.
+work in queue order and commits once; then every thread gets its own result
+or exception, and the next waiting thread leads the next batch.
 
 Privacy guarantee
 -----------------
 Unchanged: each piece of work is the same check-and-insert as before, run
 under the same write lock, in order, on a connection that sees every earlier
 piece of the batch (its own uncommitted writes), so each charge is re-checked
-against the history including every charge admitted before it. A refusal or
-error rolls back that piece only (``ROLLBACK TO SAVEPOINT``). No thread is
+against the history including every charge admitted before it. A refusal
+raises before the piece writes anything, so nothing needs rolling back; a
+piece that raises after writing (:func:`writing` marks the point), or with a
+database error, rolls the whole transaction back and the batch runs again with
+each piece in its own savepoint, so that piece's ``ROLLBACK TO SAVEPOINT``
+undoes its writes only (no savepoint per piece otherwise: two statements, and
+on PostgreSQL two round trips, saved per charge). No thread is
 told "charged" before the COMMIT returns; if the COMMIT fails, every piece of
 the batch fails and nothing was charged, and the verified-record caches of
 the ledgers that took part are dropped (they may hold rows that were never
