@@ -130,19 +130,37 @@ def test_a_writer_waits_for_the_lock_at_most_its_timeout(tmp_path):
 
 
 class FailsAfterInsert(SlowFirstCharge):
-    """The charge of query "bad" fails after its rows were inserted (as a database
-    error in the UPDATE would): a piece that wrote must roll back its writes only."""
+    """The charge of query "bad" fails after its rows were inserted, with an
+    error of ours or of the database (which aborts a PostgreSQL transaction):
+    a piece that wrote must roll back its writes only."""
+
+    database_error = False
 
     def _insert_pending(self, conn, name, key, *args):
         inserted = super()._insert_pending(conn, name, key, *args)
         if key == '"bad"':
+            if self.database_error:
+                conn.execute("SELECT simulated_missing_function()")
             raise LedgerError("simulated: failed after inserting")
         return inserted
 
 
-def test_a_piece_failing_after_its_insert_rolls_back_only_itself(tmp_path, batches):
-    path = str(tmp_path / "ledger.sqlite")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request, tmp_path):
+    if request.param == "sqlite":
+        return str(tmp_path / "ledger.sqlite")
+    return request.getfixturevalue("postgres_server").new_database()
+
+
+@pytest.mark.parametrize("database_error", [False, True])
+def test_a_piece_failing_after_its_insert_rolls_back_only_itself(location, batches,
+                                                                 database_error, monkeypatch):
+    """Without a savepoint per piece: the batch is rolled back and run again with
+    savepoints (on PostgreSQL too, where a failed statement aborts the whole
+    transaction)."""
+    path = location
     Ledger(path).create_dataset("d", epsilon=10.0)
+    monkeypatch.setattr(FailsAfterInsert, "database_error", database_error)
     ledgers = [FailsAfterInsert(path, create=False) for _ in range(8)]
     barrier = threading.Barrier(len(ledgers))
     outcomes = {}
@@ -160,7 +178,7 @@ def test_a_piece_failing_after_its_insert_rolls_back_only_itself(tmp_path, batch
         thread.start()
     for thread in threads:
         thread.join()
-    assert "simulated" in outcomes.pop("bad")
+    assert "simulated" in outcomes.pop("bad")        # our error, or the missing function's
     assert outcomes == {f"q{index}": index for index in range(8) if index != 3}
     assert max(batches) > 1
     history = Ledger(path, create=False).history("d")
