@@ -9,14 +9,15 @@ Results: docs/benchmarks.md ("Ledger admission", "Ledger throughput").
 ``--writers N``: N threads (``--processes``: processes), each with its own
 ``Ledger`` on one anchored ledger (a witness and a key, as the service opens
 it), release distinct queries of PureDP(1e-6) on one dataset with a trivial
-computation for ``--seconds``; prints releases per second (wall) and the
+computation for ``--seconds``; prints charges per second (wall; every release
+charges, so this is also releases per second) and the
 median, p99 and maximum latency of one ``release`` call (the charge, the
 computation and storing the answer) and of its charge (from the call until
 the charging transaction committed); with threads, also the CPU time of the
-whole process per release (every thread's, the database client's included:
-under load the wall figures measure the machine, this measures the code). A
-fresh SQLite file in a temporary
-folder unless ``--ledger`` names a PostgreSQL database.
+whole process per release and its part in the kernel (fsyncs, locks, sockets;
+every thread's, the database client's included: under load the wall figures
+measure the machine, this measures the code). A fresh SQLite file in a
+temporary folder unless ``--ledger`` names a PostgreSQL database.
 
 Builds a ledger file whose dataset has ``--history`` recorded releases (a
 top-10 each: 10 BR + 10 Laplace events; rows written directly with the
@@ -129,12 +130,13 @@ def throughput(args) -> int:
         start = time.time() + 1.0 + 0.1 * args.writers
         pool_type = (concurrent.futures.ProcessPoolExecutor if args.processes
                      else concurrent.futures.ThreadPoolExecutor)
-        cpu = time.process_time()
+        cpu, times = time.process_time(), os.times()
         with pool_type(args.writers) as pool:
             futures = [pool.submit(_writer, location, witness, key, args.seconds, number, start)
                        for number in range(args.writers)]
             pairs = [value for future in futures for value in future.result()]
         cpu = time.process_time() - cpu       # this process: every writer thread's CPU
+        system = os.times().system - times.system
         releases = Ledger(location, create=False).show("d")["releases"]
     count = len(pairs)
     kind = "processes" if args.processes else "threads"
@@ -146,11 +148,14 @@ def throughput(args) -> int:
                 f"{values[min(count - 1, int(0.99 * count))] * 1e3:.1f} ms, max "
                 f"{values[-1] * 1e3:.1f} ms")
 
+    # every release charges (distinct queries, each recorded before computing): the
+    # charges per second are the releases per second, and the p99 is the charge's
     print(f"{backend}, {args.writers} writer {kind}, {args.seconds:g} s: {count} releases "
-          f"({releases} recorded), {count / args.seconds:.1f} releases/s; release latency "
+          f"({releases} recorded), {count / args.seconds:.1f} charges/s; release latency "
           f"{summary(whole for whole, _ in pairs)}; charge latency "
           f"{summary(charge for _, charge in pairs)}"
-          + ("" if args.processes else f"; CPU {cpu / max(count, 1) * 1e3:.2f} ms per release")
+          + ("" if args.processes else f"; CPU {cpu / max(count, 1) * 1e3:.2f} ms per release "
+             f"({system / max(count, 1) * 1e3:.2f} ms of it in the kernel)")
           + f"; load average {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -133,3 +133,23 @@ def _guarantee_of_json(text: str):
     guarantee is read once, not at every re-check."""
     from privloss.accounting.fully_adaptive import ReleaseGuarantee
     return ReleaseGuarantee.from_dict(json.loads(text))
+
+
+class _Checked:
+    """Context manager: a connection whose file identity is re-checked."""
+
+    def __init__(self, ledger, *, read_only: bool):
+        self._context = ledger._connect(read_only=read_only)
+        self._file = ledger._file
+
+    def __enter__(self):
+        conn = self._context.__enter__()
+        try:
+            self._file.check_identity(conn)
+        except BaseException:
+            self._context.__exit__(None, None, None)
+            raise
+        return conn
+
+    def __exit__(self, *exc):
+        return self._context.__exit__(*exc)

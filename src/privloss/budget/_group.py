@@ -8,17 +8,21 @@ flush on PostgreSQL, and one writer holds the lock at a time. With many
 threads, the lock and the fsyncs, not the checks, bound the throughput. Here
 the threads of one process that write to one ledger queue their work; one of
 them (the *leader*) opens one write transaction, runs each queued piece of
-work in queue order, each in its own savepoint, and commits once; then every
-thread gets its own result or exception, and the next waiting thread leads
-the next batch.
+work in queue order and commits once; then every thread gets its own result
+or exception, and the next waiting thread leads the next batch.
 
 Privacy guarantee
 -----------------
 Unchanged: each piece of work is the same check-and-insert as before, run
 under the same write lock, in order, on a connection that sees every earlier
 piece of the batch (its own uncommitted writes), so each charge is re-checked
-against the history including every charge admitted before it. A refusal or
-error rolls back that piece only (``ROLLBACK TO SAVEPOINT``). No thread is
+against the history including every charge admitted before it. A refusal
+raises before the piece writes anything, so nothing needs rolling back; a
+piece that raises after writing (:func:`writing` marks the point), or with a
+database error, rolls the whole transaction back and the batch runs again with
+each piece in its own savepoint, so that piece's ``ROLLBACK TO SAVEPOINT``
+undoes its writes only (no savepoint per piece otherwise: two statements, and
+on PostgreSQL two round trips, saved per charge). No thread is
 told "charged" before the COMMIT returns; if the COMMIT fails, every piece of
 the batch fails and nothing was charged, and the verified-record caches of
 the ledgers that took part are dropped (they may hold rows that were never
@@ -40,21 +44,25 @@ from __future__ import annotations
 import os
 import threading
 
-__all__ = ["group_for", "MAX_BATCH"]
+__all__ = ["group_for", "writing", "MAX_BATCH"]
 
 #: pieces of work per transaction (bounds the wait of the last one)
 MAX_BATCH = 64
 
 _GROUPS: dict = {}
+#: the piece of work the leader thread is running (for :func:`writing`)
+_RUNNING = threading.local()
 _GROUPS_LOCK = threading.Lock()
 
 
 class _Work:
-    __slots__ = ("ledger", "body", "result", "error", "done", "lead")
+    __slots__ = ("ledger", "body", "result", "error", "done", "lead", "wrote", "durable")
 
     def __init__(self, ledger, body):
         self.ledger, self.body = ledger, body
         self.result = self.error = None
+        self.wrote = False
+        self.durable = True
         self.done = threading.Event()
         self.lead = False
 
@@ -67,10 +75,14 @@ class GroupCommit:
         self._queue: list[_Work] = []
         self._leading = False
 
-    def run(self, ledger, body):
+    def run(self, ledger, body, *, durable: bool = True):
         """``body(conn)`` inside a write transaction of ``ledger``'s store,
-        committed with the other queued work; its result, or its exception."""
+        committed with the other queued work; its result, or its exception.
+        ``durable=False``: the work may be lost with the last commits in a power
+        failure (never torn; a later durable commit makes it durable too); a
+        batch is committed durably if any of its pieces asks for it."""
         work = _Work(ledger, body)
+        work.durable = durable
         with self._lock:
             self._queue.append(work)
             lead = not self._leading
@@ -110,16 +122,17 @@ class GroupCommit:
             GroupCommit._commit_one(ledger, batch[0], floors)
             return
         try:
-            with ledger._write() as conn:
-                with ledger._file.transaction(conn, write=True):
-                    for work in batch:
-                        conn.execute("SAVEPOINT privloss_work")
-                        try:
-                            work.result = work.body(conn)
-                        except Exception as error:        # this piece only
-                            conn.execute("ROLLBACK TO SAVEPOINT privloss_work")
-                            work.error = _translated(ledger, error)
-                        conn.execute("RELEASE SAVEPOINT privloss_work")
+            try:
+                GroupCommit._run_batch(ledger, batch, savepoints=False)
+            except _Dirty:
+                # a piece failed after writing (or the database failed it): the whole
+                # transaction was rolled back; run the batch again, each piece in its
+                # own savepoint, so that piece's failure rolls back only its own writes
+                for work in batch:
+                    work.result = work.error = None
+                    work.wrote = False
+                    _forget(work.ledger, floors)
+                GroupCommit._run_batch(ledger, batch, savepoints=True)
         except BaseException as error:
             # nothing of the batch was committed: no piece may report success,
             # and caches that saw its uncommitted rows are dropped
@@ -136,11 +149,38 @@ class GroupCommit:
             work.done.set()
 
     @staticmethod
+    def _run_batch(ledger, batch: list[_Work], *, savepoints: bool) -> None:
+        """Every piece in one write transaction, committed at the end. Without
+        ``savepoints`` a piece that raises before writing anything (a refusal: the
+        checks come before the insert) needs no rollback; one that raises after
+        writing, or with a database error (PostgreSQL then aborts the whole
+        transaction), raises :class:`_Dirty` and the transaction is rolled back."""
+        with ledger._write() as conn:
+            with ledger._file.transaction(conn, write=True,
+                                          durable=any(work.durable for work in batch)):
+                for work in batch:
+                    if savepoints:
+                        conn.execute("SAVEPOINT privloss_work")
+                    _RUNNING.work = work
+                    try:
+                        work.result = work.body(conn)
+                    except Exception as error:        # this piece only
+                        if not savepoints and (work.wrote or _is_driver_error(error)):
+                            raise _Dirty from error
+                        if savepoints:
+                            conn.execute("ROLLBACK TO SAVEPOINT privloss_work")
+                        work.error = _translated(ledger, error)
+                    finally:
+                        _RUNNING.work = None
+                    if savepoints:
+                        conn.execute("RELEASE SAVEPOINT privloss_work")
+
+    @staticmethod
     def _commit_one(ledger, work: _Work, floors: dict) -> None:
         """A batch of one: no savepoint; its exception rolls the transaction back."""
         try:
             with ledger._write() as conn:
-                with ledger._file.transaction(conn, write=True):
+                with ledger._file.transaction(conn, write=True, durable=work.durable):
                     try:
                         work.result = work.body(conn)
                     except Exception as error:
@@ -166,6 +206,18 @@ def _forget(owner, floors: dict) -> None:
         owner._tables.clear()
         owner._floor.clear()
         owner._floor.update(floors[id(owner)])
+
+
+class _Dirty(Exception):
+    """Internal: a piece failed after writing; roll the batch back and rerun it
+    with a savepoint per piece."""
+
+
+def writing() -> None:
+    """Called by a piece of work just before its first write (see :meth:`GroupCommit._run_batch`)."""
+    work = getattr(_RUNNING, "work", None)
+    if work is not None:
+        work.wrote = True
 
 
 class _PieceFailed(Exception):

@@ -45,7 +45,7 @@ import json
 from ._errors import LedgerError
 
 __all__ = ["LedgerIntegrityError", "dataset_digest", "release_chain", "release_seal", "verify",
-           "check_seal", "Verified"]
+           "check_seal", "Verified", "releases_since"]
 
 
 class LedgerIntegrityError(LedgerError):
@@ -104,13 +104,23 @@ DATASET_ROW = ("SELECT name, budget_epsilon, budget_delta, interaction, policy, 
                "dataset = ?) FROM datasets WHERE name = ?")
 
 
+def releases_since(hint: str = "") -> str:
+    """The query of a dataset's releases from an id on, in id order, with their
+    outcomes (parameters: dataset, id), as :func:`verify` reads them."""
+    return (f"SELECT {_RELEASE_COLUMNS} FROM releases AS r{hint} LEFT JOIN outcomes AS o{hint} "
+            f"ON o.release_id = r.id WHERE r.dataset = ? AND r.id >= ? ORDER BY r.id")
+
+
 def verify(conn, path: str, name: str, state: Verified | None = None, *,
-           present: int | None = None, unindexed: bool = False, row=None) -> Verified:
+           present: int | None = None, unindexed: bool = False, row=None,
+           records=None) -> Verified:
     """Verify dataset ``name`` (from ``state``'s verified prefix, or from the
     start); return the new state or raise :class:`LedgerIntegrityError`.
     ``present``: the dataset's row count, if the caller counted it in the same
     snapshot (saves a query); ``row``: the dataset's row, if the caller read it in
-    the same snapshot (:data:`DATASET_ROW` without the count). ``unindexed``:
+    the same snapshot (:data:`DATASET_ROW` without the count); ``records``: the
+    rows of :func:`releases_since` from ``state``'s last id, if the caller read them
+    in the same snapshot. ``unindexed``:
     read every column from the tables
     themselves (SQLite ``NOT INDEXED``), never from an index holding a copy of
     it, so damage to a table is not hidden by an intact index (``ledger verify``)."""
@@ -135,10 +145,9 @@ def verify(conn, path: str, name: str, state: Verified | None = None, *,
     prefix_end = state.last_id if state.count else None
     previous, count, last_id = state.chain, state.count, state.last_id
     events, guarantees, plan_items, analysts = [], [], [], []
-    for record in conn.execute(f"SELECT {_RELEASE_COLUMNS} FROM releases AS r{hint} "
-                               f"LEFT JOIN outcomes AS o{hint} ON o.release_id = r.id "
-                               f"WHERE r.dataset = ? AND r.id >= ? ORDER BY r.id",
-                               (name, state.last_id)):
+    if records is None:
+        records = conn.execute(releases_since(hint), (name, state.last_id))
+    for record in records:
         release_id, *charged, status, result, chain, seal = record
         if prefix_end is not None:
             if release_id != prefix_end or chain != state.chain:

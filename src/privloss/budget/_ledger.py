@@ -18,7 +18,7 @@ from privloss.events import Event, Interaction
 from . import _plan
 from ._common import (DEFAULT_TIMEOUT, LEDGER_INTERACTIONS, MAX_NAME_LENGTH, Receipt,
                       _check_analyst, _check_events, _check_interaction, _guarantee_of_json,
-                      _guarantee_text, _identity, _now, check_dataset_name)
+                      _Checked, _guarantee_text, _identity, _now, check_dataset_name)
 from ._accounting import Dataset, Spending, is_odometer, odometer_policy, spending_of
 from ._audit import AnchoredLedger
 from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, LedgerPlanError,
@@ -118,7 +118,7 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                 self._open_anchor(conn)
         self._finish_anchor()
 
-    def _verify(self, conn, name: str) -> Verified:
+    def _verify(self, conn, name: str, prefetched=None) -> Verified:
         """Verify the hash chain of a dataset's history (the part not yet
         verified by this process; all of it on open) and return the verified
         records: the accounting uses nothing else. Raises
@@ -126,18 +126,23 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
         memo = getattr(self._snapshot_state, "verified", None)
         if memo is not None and name in memo:
             return memo[name]
-        state = self._verify_now(conn, name)
+        state = self._verify_now(conn, name, prefetched)
         if memo is not None:
             memo[name] = state
         return state
 
-    def _verify_now(self, conn, name: str) -> Verified:
+    def _verify_now(self, conn, name: str, prefetched=None) -> Verified:
+        """(``prefetched``: the charge's reads, ``_protocol.Prefetched``, made in
+        this transaction; used if made from the cache's present state.)"""
         with self._lock:
             cached = self._verified.get(name)
-            present = row = None
+            present = row = records = None
             if cached is not None:
                 # the dataset's row and its releases' count in one statement
-                row = conn.execute(DATASET_ROW, (name, name)).fetchone()
+                if prefetched is not None and prefetched.last_id == cached.last_id:
+                    row, records = prefetched.dataset_row, prefetched.releases
+                else:
+                    row = conn.execute(DATASET_ROW, (name, name)).fetchone()
                 if row is None:
                     raise LedgerIntegrityError(f"ledger {self.path}: dataset {name!r} vanished")
                 row, present = row[:-1], row[-1]
@@ -146,7 +151,8 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                     # verified (releases are append-only, so it is a prefix): verify
                     # this snapshot on its own; the cache stays the newest
                     return verify(conn, self.path, name, None, present=present, row=row)
-            state = verify(conn, self.path, name, cached, present=present, row=row)
+            state = verify(conn, self.path, name, cached, present=present, row=row,
+                           records=records)
             self._verified[name] = state
             # any count seen committed bounds every later one (the charging check)
             self._floor[name] = max(self._floor.get(name, 0), state.count)
@@ -579,22 +585,3 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
     def __repr__(self) -> str:
         return f"Ledger({self.path!r})"
 
-
-class _Checked:
-    """Context manager: a connection whose file identity is re-checked."""
-
-    def __init__(self, ledger: Ledger, *, read_only: bool):
-        self._context = ledger._connect(read_only=read_only)
-        self._file = ledger._file
-
-    def __enter__(self):
-        conn = self._context.__enter__()
-        try:
-            self._file.check_identity(conn)
-        except BaseException:
-            self._context.__exit__(None, None, None)
-            raise
-        return conn
-
-    def __exit__(self, *exc):
-        return self._context.__exit__(*exc)

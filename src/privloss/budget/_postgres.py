@@ -44,7 +44,8 @@ import weakref
 
 from ._errors import LedgerError
 from ._idle import IdleConnections
-from ._store import SCHEMA, SCHEMA_VERSION, explicit_transaction
+from ._store import (ADVANCE_DATASET, INSERT_RELEASE, SCHEMA, SCHEMA_VERSION,
+                     explicit_transaction)
 
 __all__ = ["PostgresStore", "is_postgres_url", "POSTGRES_SCHEMA", "APPEND_ONLY_SQL",
            "service_role_sql"]
@@ -259,11 +260,27 @@ class PostgresStore:
 
     @staticmethod
     @contextlib.contextmanager
-    def transaction(conn, *, write: bool):
+    def transaction(conn, *, write: bool, durable: bool = True):
         """Writes: BEGIN and the ledger's advisory lock (one writer at a time, as
-        SQLite); reads: one REPEATABLE READ snapshot. ROLLBACK on any exception."""
-        begin = (["BEGIN", ("SELECT pg_advisory_xact_lock(?)", (_WRITE_LOCK,))] if write
-                 else ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"])
+        SQLite); reads: one REPEATABLE READ snapshot. ROLLBACK on any exception.
+        ``durable=False``: ``synchronous_commit = off`` for this transaction (its
+        COMMIT does not wait for the WAL flush; a server crash may lose it, never
+        tear it, and a later durable COMMIT's flush covers it)."""
+        if not write:
+            with explicit_transaction(conn, ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"]):
+                yield
+            return
+        raw = getattr(conn, "_connection", None)
+        if raw is None:
+            begin = ["BEGIN", *([] if durable else ["SET LOCAL synchronous_commit = off"]),
+                     ("SELECT pg_advisory_xact_lock(?)", (_WRITE_LOCK,))]
+        else:
+            with raw.pipeline():        # BEGIN and the lock in one round trip
+                raw.execute("BEGIN")
+                if not durable:
+                    raw.execute("SET LOCAL synchronous_commit = off")
+                raw.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
+            begin = []
         with explicit_transaction(conn, begin):
             yield
 
@@ -306,7 +323,23 @@ class PostgresStore:
             conn.execute("INSERT INTO meta (key, value) VALUES ('application', ?), "
                           "('schema_version', ?)", (_APPLICATION, str(SCHEMA_VERSION)))
 
+    #: the id the next release will get (a sequence: ids taken by a charge that is
+    #: then refused or rolled back are skipped, as PostgreSQL sequences do)
+    NEXT_RELEASE_ID = f"SELECT nextval(pg_get_serial_sequence('{POSTGRES_SCHEMA}.releases', 'id'))"
+
     @staticmethod
-    def next_release_id(conn) -> int:
-        return conn.execute("SELECT nextval(pg_get_serial_sequence(?, 'id'))",
-                            (f"{POSTGRES_SCHEMA}.releases",)).fetchone()[0]
+    def prefetch(conn, statements) -> list:
+        """The rows of each ``(sql, parameters)``, in order, sent together in
+        psycopg's pipeline mode: one round trip for all of them."""
+        raw = conn._connection
+        with raw.pipeline():
+            cursors = [raw.execute(sql.replace("?", "%s"), tuple(parameters))
+                       for sql, parameters in statements]
+        return [cursor.fetchall() for cursor in cursors]
+
+    @staticmethod
+    def insert_release(conn, release: tuple, advance: tuple) -> int:
+        """As :meth:`LedgerFile.insert_release`, in one statement (one round trip)."""
+        return conn.execute(f"WITH inserted AS ({INSERT_RELEASE} RETURNING id) "
+                            f"{ADVANCE_DATASET} AND EXISTS (SELECT 1 FROM inserted)",
+                            (*release, *advance)).rowcount

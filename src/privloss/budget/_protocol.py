@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 import time as _time
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from privloss.serialize import (canonical_query_key, events_to_text, result_from_text,
                                            result_to_text)
@@ -19,8 +19,8 @@ from ._accounting import Dataset, Spending
 from ._common import (Receipt, _check_analyst, _check_events, _guarantee_text, _identity, _now,
                       check_dataset_name)
 from ._errors import LedgerBudgetError, LedgerError
-from ._group import group_for
-from ._integrity import check_seal, release_chain, release_seal
+from ._group import group_for, writing
+from ._integrity import DATASET_ROW, check_seal, release_chain, release_seal, releases_since
 
 __all__ = ["ReleaseProtocol"]
 
@@ -60,6 +60,27 @@ def _abandoned(owner: str | None, me: str) -> bool:
         return False
     return False
 
+
+
+#: the releases of one query key with their outcomes (parameters: dataset, key)
+_ANSWERS = ("SELECT r.id, o.status, o.result, r.spent_epsilon, r.bound, r.time, r.plan_item, "
+            "r.chain, o.seal, r.owner FROM releases r LEFT JOIN outcomes o ON o.release_id = "
+            "r.id WHERE r.dataset = ? AND r.query_key = ? ORDER BY r.id")
+
+
+class Prefetched(NamedTuple):
+    """A charge's reads (:meth:`ReleaseProtocol._prefetch`)."""
+
+    last_id: int            # the verified release the releases were read from
+    dataset_row: tuple | None
+    releases: list
+    answers: list
+    next_id: int
+
+
+def _guarantee_for(interaction: str, events) -> str:
+    """The stored guarantee text of one release under a dataset's model."""
+    return _guarantee_text(events) if interaction == "fully-adaptive" else "{}"
 
 
 class ReleaseProtocol:
@@ -109,17 +130,22 @@ class ReleaseProtocol:
         encode = _identity if encode is None else encode
         decode = _identity if decode is None else decode
 
-        with self._read() as conn:           # a repeated query costs nothing
-            with self._snapshot(conn):
-                dataset = self._dataset(conn, name)
-                self._verify(conn, name)
-                stored = self._stored(conn, name, key)
-        if stored:
-            return self._receipt(stored, cached=True, decode=decode)
-        guarantee = _guarantee_text(events) if dataset.interaction == "fully-adaptive" else \
-            json.dumps({})
-
-        self._check_witness_writable()
+        try:
+            self._check_witness_writable()
+        except LedgerError:
+            # a stored answer leaves without a charge, so without a witness line
+            stored = self._stored_answer(name, key)
+            if stored:
+                return self._receipt(stored, cached=True, decode=decode)
+            raise
+        # the guarantee is computed before the lock from the dataset's model as this
+        # process verified it (immutable: covered by the dataset's digest); the
+        # charge itself reads the model again, under the lock, and recomputes it
+        # there if this process had not seen the dataset yet
+        with self._lock:
+            known = self._verified.get(name)
+        guarantee = None if known is None or known.dataset is None else \
+            _guarantee_for(known.dataset[3], events)
         owner = _owner()
         group = group_for(self._file.path)
 
@@ -131,15 +157,26 @@ class ReleaseProtocol:
 
         def check_and_insert(conn):
             self._stage("begun")
-            verified = self._verify(conn, name)
+            with self._lock:
+                cached = self._verified.get(name)
+            if cached is None:
+                self._dataset(conn, name)           # UnknownDatasetError, with the known names
+            prefetched = None if cached is None else self._prefetch(conn, name, key, cached)
+            verified = self._verify(conn, name, prefetched)
             # the row verify() just read and checked against its digest (one read)
             dataset = Dataset(*verified.dataset)
             self._check_not_behind(name, verified.count)
-            stored, pending = self._answers_of(conn, name, key, owner)
-            if stored:            # an identical query was answered meanwhile
+            # a repeated query costs nothing: its stored answer is looked up here, under
+            # the lock, in the one query that also finds an identical pending release
+            stored, pending = self._answers_of(
+                conn, name, key, owner, None if prefetched is None else prefetched.answers)
+            if stored:
                 return "stored", stored
             if pending is not None:
                 return "pending", pending
+            nonlocal guarantee
+            if guarantee is None:
+                guarantee = _guarantee_for(dataset.interaction, events)
             plan_item = self._match_plan(conn, dataset, query_key, events_text)
             spent = self._charge_or_refuse(conn, dataset, events, guarantee)
             if cap is not None:
@@ -148,7 +185,8 @@ class ReleaseProtocol:
             time = _now()
             release_id, count, head = self._insert_pending(
                 conn, name, key, events_text, guarantee, plan_item, spent, time, analyst,
-                owner, verified.chain, verified.count)
+                owner, verified.chain, verified.count,
+                None if prefetched is None else prefetched.next_id)
             return "charged", (release_id, count, head, plan_item, spent, time)
 
         deadline = _time.monotonic() + self._file.timeout
@@ -183,40 +221,58 @@ class ReleaseProtocol:
         return Receipt(decode(result_from_text(result_text)), False, release_id, spent.epsilon,
                        spent.bound, time, None if plan_item is None else plan_item + 1)
 
+    def _stored_answer(self, name: str, key: str):
+        """The stored answer of ``key`` read in a snapshot (``_stored``), or None."""
+        with self._read() as conn:
+            with self._snapshot(conn):
+                self._dataset(conn, name)
+                self._verify(conn, name)
+                return self._stored(conn, name, key)
+
+    def _prefetch(self, conn, name: str, key: str, cached) -> "Prefetched":
+        """The reads of a charge, made together (one round trip to a PostgreSQL
+        server, :meth:`PostgresStore.prefetch`) inside its transaction: the
+        dataset's row and release count, its releases from ``cached``'s last
+        verified one on, the rows of an identical query, the next release id."""
+        with self._lock:        # other threads' reads advance the cached state in place
+            last_id = cached.last_id
+        row, releases, answers, next_id = self._file.prefetch(conn, (
+            (DATASET_ROW, (name, name)), (releases_since(), (name, last_id)),
+            (_ANSWERS, (name, key)), (self._file.NEXT_RELEASE_ID, ())))
+        return Prefetched(last_id, row[0] if row else None, releases, answers, next_id[0][0])
+
     def _insert_pending(self, conn, name: str, key: str, events_text: str, guarantee: str,
                         plan_item, spent: Spending, time: str, analyst: str | None,
-                        owner: str, head: str, recorded: int) -> tuple[int, int, str]:
+                        owner: str, head: str, recorded: int,
+                        release_id: int | None = None) -> tuple[int, int, str]:
         """Record a charged release, chained to the dataset's head (inside the
         charging transaction; ``head`` and ``recorded`` as verified in it: the
-        verification checked them against the dataset's row); its id, the
-        dataset's new release count and head."""
-        release_id = self._file.next_release_id(conn)
+        verification checked them against the dataset's row; ``release_id`` as
+        prefetched in it, else read now); its id, the dataset's new release
+        count and head."""
+        if release_id is None:
+            release_id = conn.execute(self._file.NEXT_RELEASE_ID).fetchone()[0]
         chain = release_chain(head, release_id, name, key, events_text, guarantee, plan_item,
                               owner, analyst, spent.epsilon, spent.bound, time)
-        conn.execute("INSERT INTO releases (id, dataset, query_key, events, guarantee, plan_item, "
-                     "owner, analyst, spent_epsilon, bound, time, chain) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     (release_id, name, key, events_text, guarantee, plan_item, owner, analyst,
-                      spent.epsilon, spent.bound, time, chain))
-        updated = conn.execute("UPDATE datasets SET head = ?, recorded = recorded + 1 "
-                               "WHERE name = ? AND head = ? AND recorded = ?",
-                               (chain, name, head, recorded)).rowcount
+        writing()       # from here on, a failure must roll back this piece's writes
+        updated = self._file.insert_release(
+            conn, (release_id, name, key, events_text, guarantee, plan_item, owner, analyst,
+                   spent.epsilon, spent.bound, time, chain), (chain, name, head, recorded))
         if updated != 1:      # cannot happen under the write lock; never chain off a stale head
             raise LedgerError(f"ledger {self.path}: dataset {name!r} changed during its "
                               f"charging transaction; nothing was recorded")
         return release_id, recorded + 1, chain
 
-    def _answers_of(self, conn, name: str, key: str, me: str) -> tuple:
+    def _answers_of(self, conn, name: str, key: str, me: str, rows=None) -> tuple:
         """(the stored answer of an identical query as ``_stored`` gives it, or None;
-        the owner of a live pending identical release, or None), in one query;
-        ``me``: the asking thread's owner string."""
+        the owner of a live pending identical release, or None), in one query
+        (``rows``: its rows, if prefetched in this transaction); ``me``: the
+        asking thread's owner string."""
         stored = pending = None
+        if rows is None:
+            rows = conn.execute(_ANSWERS, (name, key)).fetchall()
         for (release_id, status, result, spent, bound, time, plan_item, chain, seal,
-             owner) in conn.execute(
-                "SELECT r.id, o.status, o.result, r.spent_epsilon, r.bound, r.time, "
-                "r.plan_item, r.chain, o.seal, r.owner FROM releases r LEFT JOIN outcomes o "
-                "ON o.release_id = r.id WHERE r.dataset = ? AND r.query_key = ? ORDER BY r.id",
-                (name, key)).fetchall():
+             owner) in rows:
             if status == "done" and stored is None:
                 check_seal(self.path, name, release_id, chain, "done", result, seal)
                 stored = (release_id, result, spent, bound, time, plan_item)
@@ -232,13 +288,17 @@ class ReleaseProtocol:
         seal = release_seal(chain, status, result_text)
 
         def finish(conn):
+            writing()
             conn.execute("INSERT INTO outcomes (release_id, status, result, seal) "
                          "SELECT id, ?, ?, ? FROM releases WHERE id = ? AND chain = ? AND "
                          "NOT EXISTS (SELECT 1 FROM outcomes WHERE release_id = ?)",
                          (status, result_text, seal, release_id, chain, release_id))
             self._stage("finishing")
 
-        group_for(self._file.path).run(self, finish)
+        # not durable on its own: the charge was (before computing); a power failure
+        # before the next durable COMMIT may lose this outcome, leaving the release
+        # charged and pending, never free (docs/ledger.md, "Guarantees")
+        group_for(self._file.path).run(self, finish, durable=False)
 
     def _match_plan(self, conn, dataset: Dataset, query_key, events_text: str) -> int | None:
         if dataset.interaction == "fully-adaptive":

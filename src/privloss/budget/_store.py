@@ -127,6 +127,14 @@ SQLITE_TRIGGERS = (
 )
 
 
+#: a charged release's record (its id, dataset, ... chain), and the dataset advanced by it
+INSERT_RELEASE = ("INSERT INTO releases (id, dataset, query_key, events, guarantee, plan_item, "
+                  "owner, analyst, spent_epsilon, bound, time, chain) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+ADVANCE_DATASET = ("UPDATE datasets SET head = ?, recorded = recorded + 1 "
+                   "WHERE name = ? AND head = ? AND recorded = ?")
+
+
 @contextlib.contextmanager
 def explicit_transaction(conn, begin):
     """Run the ``begin`` statements, then COMMIT on success or ROLLBACK on any
@@ -161,6 +169,17 @@ def _check_companion(path: str) -> None:
     if not stat.S_ISREG(status.st_mode) or status.st_nlink != 1:
         raise LedgerError(f"refusing ledger: {path} is not a plain file with one name "
                           f"(SQLite's journal must belong to this ledger only)")
+
+
+class _LedgerConnection(sqlite3.Connection):
+    """An SQLite connection that remembers what it already read or set: the
+    file identity recorded in its file (meta rows never change: insert-only) and
+    whether its busy timeout is off (as :meth:`LedgerFile._begin_immediate` sets
+    it), so neither costs a statement per transaction."""
+
+    recorded_id: str | None = None
+    waits: bool = True          # busy_timeout as configured (False: 0, the writers' setting)
+    synchronous: str = "FULL"   # PRAGMA synchronous as last set
 
 
 class LedgerFile:
@@ -221,6 +240,15 @@ class LedgerFile:
         conn = self._idle.take(uri) if reuse else None
         if conn is None:
             conn = self._open(uri)
+        if (read_only or create) and not conn.waits:
+            # readers and schema work wait for locks as configured; writers that
+            # retry BEGIN IMMEDIATE themselves keep the timeout off between uses
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            except _DAMAGE as error:
+                conn.close()
+                raise self.translate(error) from error
+            conn.waits = True
         try:
             yield conn
         except _DAMAGE as error:
@@ -236,7 +264,7 @@ class LedgerFile:
             # one thread at a time uses a connection (taken from and given back to the
             # idle stack under its lock), so it may move between threads
             conn = sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None,
-                                   check_same_thread=False)
+                                   check_same_thread=False, factory=_LedgerConnection)
         except sqlite3.Error as error:
             raise self.translate(error) from error
         try:
@@ -258,14 +286,22 @@ class LedgerFile:
         self._idle.close()
 
     @contextlib.contextmanager
-    def transaction(self, conn, *, write: bool):
+    def transaction(self, conn, *, write: bool, durable: bool = True):
         """BEGIN (IMMEDIATE for writes: the write lock first, so checks and
         inserts see the same history); COMMIT on success, ROLLBACK on any
-        exception (including KeyboardInterrupt)."""
+        exception (including KeyboardInterrupt). ``durable=False`` (a write that
+        may be lost in a power failure, a release's outcome): ``synchronous =
+        NORMAL``, the COMMIT goes to the write-ahead log without an fsync; it
+        survives a crash of the process, and the next durable COMMIT's fsync of
+        the log (whoever makes it) covers it, since the log is written in order."""
         if not write:
             with explicit_transaction(conn, ["BEGIN"]):
                 yield
             return
+        wanted = "FULL" if durable else "NORMAL"
+        if isinstance(conn, _LedgerConnection) and conn.synchronous != wanted:
+            conn.execute(f"PRAGMA synchronous = {wanted}")
+            conn.synchronous = wanted
         self._begin_immediate(conn)
         with explicit_transaction(conn, []):
             yield
@@ -280,21 +316,32 @@ class LedgerFile:
         unfairness; the lock itself is still SQLite's."""
         deadline = _time.monotonic() + self.timeout
         pause = 0.0005
-        conn.execute("PRAGMA busy_timeout = 0")
-        try:
-            while True:
+        if getattr(conn, "waits", True):
+            conn.execute("PRAGMA busy_timeout = 0")      # stays off until a reader takes it
+            if isinstance(conn, _LedgerConnection):
+                conn.waits = False
+            else:
+                # not one of ours (a test's own connection): restore as before
                 try:
-                    conn.execute("BEGIN IMMEDIATE")
-                    return
-                except sqlite3.OperationalError as error:
-                    if "locked" not in str(error) and "busy" not in str(error):
-                        raise
-                    if _time.monotonic() >= deadline:
-                        raise
-                _time.sleep(pause * _random.uniform(0.5, 1.5))
-                pause = min(2 * pause, 0.005)
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+                    self._begin_retrying(conn, deadline, pause)
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+                return
+        self._begin_retrying(conn, deadline, pause)
+
+    @staticmethod
+    def _begin_retrying(conn, deadline: float, pause: float) -> None:
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) and "busy" not in str(error):
+                    raise
+                if _time.monotonic() >= deadline:
+                    raise
+            _time.sleep(pause * _random.uniform(0.5, 1.5))
+            pause = min(2 * pause, 0.005)
 
     def translate(self, error: sqlite3.Error) -> LedgerError:
         if isinstance(error, UnicodeDecodeError):
@@ -346,16 +393,32 @@ class LedgerFile:
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
+    #: the id the next release will get (inside the write transaction)
+    NEXT_RELEASE_ID = ("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = "
+                       "'releases'), 0) + 1")
+
     @staticmethod
-    def next_release_id(conn) -> int:
-        """The id the next release will get (inside the write transaction)."""
-        return conn.execute("SELECT coalesce((SELECT seq FROM sqlite_sequence "
-                            "WHERE name = 'releases'), 0) + 1").fetchone()[0]
+    def prefetch(conn, statements) -> list:
+        """The rows of each ``(sql, parameters)``, in order (a local file: one by one)."""
+        return [conn.execute(sql, parameters).fetchall() for sql, parameters in statements]
+
+    @staticmethod
+    def insert_release(conn, release: tuple, advance: tuple) -> int:
+        """Insert a release record and advance its dataset's head and count
+        (``advance``: new head, name, old head, old count); the rows advanced (1)."""
+        conn.execute(INSERT_RELEASE, release)
+        return conn.execute(ADVANCE_DATASET, advance).rowcount
 
     def check_identity(self, conn) -> None:
         """Refuse a ledger whose device and inode differ from those recorded at
         creation (a copy restored in its place, or a move across file systems)."""
-        row = conn.execute("SELECT value FROM meta WHERE key = 'file_id'").fetchone()
+        recorded = getattr(conn, "recorded_id", None)
+        if recorded is None:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'file_id'").fetchone()
+            if row is not None and isinstance(conn, _LedgerConnection):
+                conn.recorded_id = row[0]
+        else:
+            row = (recorded,)
         current = file_id_of(os.stat(self.path))
         if row is None:
             raise LedgerError(f"ledger {self.path} has no recorded file identity; refusing it")
