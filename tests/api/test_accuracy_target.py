@@ -173,8 +173,10 @@ class TestRunning(Contract):
         return privloss.running(data, **self.public, **options)
 
     def check_epsilon(self, release, plan):
+        from privloss.api.running import make_running_request
         assert release.payload["accuracy"]["epsilon"] == plan.epsilon
-        assert release.payload["parameters"]["epsilon"] == plan.epsilon
+        assert release.payload["events"] == [repr(event) for event in make_running_request(
+            epsilon=plan.epsilon, **self.public).events]
 
     def plan(self, goal):
         from privloss.api.accuracy_plan import plan_accuracy
