@@ -2,7 +2,8 @@
 releases asked with ``target_half_width`` / ``min_release_users`` instead of
 ``epsilon``, ``/accuracy`` for every kind, and the refusals that say what
 still fits (``service.queries.refusal_saying_what_fits`` for top-k /
-histograms, ``sql_route``'s for SQL, the goal's own prefix).
+histograms, ``sql_route``'s, ``rollup_route``'s and ``running_route``'s, the
+goal's own prefix).
 
 Each case runs one path on D and on a neighbour D' (one unit added,
 tests/leaks/harness.py) with the same seed and asserts that the masked
@@ -113,6 +114,8 @@ def service_goals_public(directory, data):
         yield "refused-histogram", post("/histogram", {**histogram, "epsilon": 50.0})
         yield "refused-sql-goal", post("/sql", {**sql, "target_half_width": 0.5})
         yield "refused-sql", post("/sql", {**sql, "epsilon": 50.0})
+        yield "refused-rollup-goal", post("/sql", {**rollup, "target_half_width": 3.0})
+        yield "refused-running-goal", post("/running", {**running, "target_half_width": 3.0})
         yield "history", client.get("/v1/datasets/d/history", headers=headers)
         yield "budget", client.get("/v1/datasets/d/budget", headers=headers)
     return _service(directory, data, steps, RUNNING_SERVICE_CONFIG)
@@ -206,10 +209,11 @@ def test_the_service_paths_answer_what_they_should(observe):
     assert seen["histogram-again"][1]["receipt"]["cached"] is True
     # problem+json bodies are text here (their numbers masked by the harness)
     assert seen["two-goals"][0] == 422 and '"field":"target_half_width"' in seen["two-goals"][1]
-    for name in ("refused-histogram-goal", "refused-sql-goal"):
+    for name in ("refused-histogram-goal", "refused-sql-goal", "refused-rollup-goal",
+                 "refused-running-goal"):
         status, body = seen[name]
         assert status == 409 and '"detail":"target_half_width ' in body, body
-        assert "needs epsilon" in body and "fits" in body, body
+        assert "needs epsilon" in body and "at most epsilon" in body, body
     for name in ("refused-histogram", "refused-sql"):
         assert seen[name][0] == 409 and "at most epsilon" in seen[name][1], seen[name]
     selected = json.loads(observe("service-goals-selected", None)[1].stdout)

@@ -127,6 +127,7 @@ class Contract:
         detail = response.json()["detail"]
         goal = next(iter(self.greedy))
         assert detail.startswith(f"{goal} ") and " needs epsilon " in detail, detail
+        assert "at most epsilon" in detail and "fits" in detail, detail
         assert _spent(client, tokens["alice"], self.dataset) == before
 
     def plan_body(self) -> dict:

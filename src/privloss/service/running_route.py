@@ -227,13 +227,30 @@ def run_running(ledger, dataset, analyst, body: dict, snapshot=None) -> dict:
         return compute_running(request, source, None, what="service running release")
 
     key = _key(request, analyst, body, fingerprint(dataset, snapshot))
-    receipt = call_ledger(ledger.release_with_receipt, name, key, compute, events,
-                          analyst=analyst.name, analyst_budget=analyst.cap(dataset))
+    receipt = call_ledger(_charged, ledger, name, key, compute, request, analyst,
+                          analyst.cap(dataset))
     return {**dict(receipt.result),
             "event_objects": [event_to_json(event) for event in events],
             "receipt": receipt_view(receipt, dataset, name),
             "budget": call_ledger(analyst_view, ledger, name, analyst.name,
                                   analyst.cap(dataset))}
+
+
+def _charged(ledger, name, key, compute, request, analyst, cap):
+    """The ledger's charge; a budget refusal says first what epsilon still fits
+    (the same request at other epsilons: public parameters only)."""
+    from privloss.api.running import running_at
+    from privloss.budget import LedgerBudgetError
+    from privloss.service.queries import refusal_saying_what_fits
+
+    try:
+        return ledger.release_with_receipt(name, key, compute, request.events,
+                                           analyst=analyst.name, analyst_budget=cap)
+    except LedgerBudgetError as error:
+        raise refusal_saying_what_fits(
+            ledger, name, analyst, cap, request.events,
+            lambda epsilon: running_at(request, epsilon).events, error,
+            epsilon_range=RUNNING_LIMITS["epsilon"]) from None
 
 
 @router.post("/datasets/{name}/running/plan",
