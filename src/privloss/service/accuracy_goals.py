@@ -135,8 +135,9 @@ def _planned_plan(kind: str, dataset, body: dict, goal: dict, snapshot=None):
                            outcome="bad-parameters") from None
     except ValueError as error:        # e.g. no epsilon in range reaches the target
         name = next(iter(goal))
-        raise ServiceError(422, f"{name}: {str(error).splitlines()[0]}", field=name,
-                           value=goal[name], outcome="bad-parameters") from None
+        message = str(error).splitlines()[0]
+        raise ServiceError(422, message if message.startswith(name) else f"{name}: {message}",
+                           field=name, value=goal[name], outcome="bad-parameters") from None
     with _LOCK:
         _PLANS[key] = plan
         while len(_PLANS) > _PLANS_LIMIT:
