@@ -12,7 +12,8 @@ Definition
 ----------
 One method per endpoint of ``/v1`` (docs/service.md): :meth:`Client.datasets`,
 :meth:`Client.budget`, :meth:`Client.history`, :meth:`Client.plan` (a dict, the
-dry run), :meth:`Client.topk` and :meth:`Client.histogram`, which return the
+dry run), :meth:`Client.accuracy` (the plan for a ``target_half_width`` or
+``min_release_users``, free), :meth:`Client.running` / ``running_plan``, :meth:`Client.topk` and :meth:`Client.histogram`, which return the
 library's :class:`~privloss.releases.release.Release` (``spent`` is the
 budget afterwards, ``receipt`` in ``parameters["receipt"]``), and
 :meth:`Client.sql`, which returns what ``privloss.sql`` returns, an
@@ -20,7 +21,10 @@ budget afterwards, ``receipt`` in ``parameters["receipt"]``), and
 ``to_polars``, ``to_pandas``), with the response body in ``raw``.  Errors (RFC
 9457 problem details) raise :class:`ServiceRequestError` with the HTTP
 ``status``, the server's ``detail`` and the offending ``field`` / ``value``;
-a refused budget (409) is :class:`BudgetRefused`.
+a refused budget (409) is :class:`BudgetRefused`.  Every release takes
+``target_half_width`` or ``min_release_users`` instead of ``epsilon``: the
+server plans the epsilon (public parameters only) and the release carries
+the plan as ``accuracy_plan``.
 
 Privacy guarantee
 -----------------
@@ -77,7 +81,17 @@ def release_from_response(body: dict):
     return Release(tuple(row["item"] for row in rows), np.array(counts, dtype=dtype),
                    tuple(tuple(row["ci95"]) for row in rows), events, body["algorithm"],
                    {**body.get("parameters", {}), "receipt": receipt}, spent=_spent(body),
-                   guarantee=None, cached=bool(receipt.get("cached")))
+                   guarantee=None, cached=bool(receipt.get("cached")),
+                   accuracy_plan=_accuracy_plan(body))
+
+
+def _accuracy_plan(body: dict):
+    """The :class:`~privloss.api.accuracy_plan.AccuracyPlan` of a response to a
+    ``target_half_width`` / ``min_release_users`` request (else None)."""
+    if not isinstance(body.get("accuracy"), dict):
+        return None
+    from privloss.api.accuracy_plan import AccuracyPlan
+    return AccuracyPlan.from_dict(body["accuracy"])
 
 
 def aggregate_release_from_response(body: dict):
@@ -95,7 +109,7 @@ def aggregate_release_from_response(body: dict):
     return _remote_aggregate_release()(
         rows, list(body["columns"]), events, {**body.get("parameters", {}), "receipt": receipt},
         spent=_spent(body), guarantee=None, cached=bool(receipt.get("cached")),
-        totals=body.get("totals"), raw=body)
+        totals=body.get("totals"), accuracy_plan=_accuracy_plan(body), raw=body)
 
 
 _REMOTE_AGGREGATE_RELEASE = None
@@ -187,6 +201,26 @@ class Client:
     def plan(self, dataset: str, command: str = "topk", **parameters) -> dict:
         """The dry run: events, guarantee, noise, threshold, ``fits`` and the verdict."""
         return self._dataset("POST", dataset, "/plan", {"command": command, **parameters})
+
+    def accuracy(self, dataset: str, command: str = "topk", **parameters) -> dict:
+        """Plan for an accuracy (free, nothing read or charged): ``command``
+        ``topk``, ``histogram``, ``sql`` or ``running``, the parameters of its
+        dry run without ``epsilon`` and one goal, ``target_half_width`` or
+        ``min_release_users``; the plan (``epsilon``, ``half_widths_95``,
+        ``text``).  Every release method also takes either goal instead of
+        ``epsilon`` and releases at the planned epsilon (the release's
+        ``accuracy_plan``, or the body's ``accuracy``)."""
+        return self._dataset("POST", dataset, "/accuracy", {"command": command, **parameters})
+
+    def running_plan(self, dataset: str, **parameters) -> dict:
+        """The dry run of running totals (``time_column``, ``period``, ``start``,
+        ``end``, ``statistic``, ...): cost, interval widths, ``fits``."""
+        return self._dataset("POST", dataset, "/running/plan", parameters)
+
+    def running(self, dataset: str, **parameters) -> dict:
+        """Private running totals (the response body: ``periods``, ``receipt``,
+        ``budget``; ``accuracy`` with a goal instead of ``epsilon``)."""
+        return self._dataset("POST", dataset, "/running", parameters)
 
     def topk(self, dataset: str, **parameters):
         """A private top-k (parameters as ``privloss.topk``, plus ``column``)."""

@@ -337,8 +337,11 @@ def _subject(command: str, parameters: dict):
         return _Aggregate(parameters)
     if command == "running":
         return _Running(parameters)
-    raise ValueError(f"command must be one of topk, histogram, aggregate, sql, running, "
-                     f"got {command!r}")
+    if command == "rollup":
+        from privloss.api.accuracy_rollup import RollupSubject
+        return RollupSubject(parameters)
+    raise ValueError(f"command must be one of topk, histogram, aggregate, sql, rollup, "
+                     f"running, got {command!r}")
 
 
 # ----------------------------------------------------------------------------------
@@ -402,7 +405,10 @@ def _at_least(noise, m: int) -> float:
 
 def _release_probability(subject, epsilon: float, users: int) -> float:
     threshold, noise = subject.threshold_noise(epsilon)
-    return _at_least(noise, math.ceil(threshold - users))
+    one_node = _at_least(noise, math.ceil(threshold - users))
+    if hasattr(subject, "release_probability"):       # a rollup: the path of nodes
+        return subject.release_probability(epsilon, users, one_node)
+    return one_node
 
 
 def _rarely_below(subject, epsilon: float) -> int:
@@ -446,7 +452,7 @@ def plan_accuracy(command: str = "topk", *, epsilon=None, target_half_width=None
                   min_release_users=None, curve: bool = True, **parameters) -> AccuracyPlan:
     """The accuracy plan of one release (module docstring).  ``command``:
     ``topk``, ``histogram``, ``aggregate`` (or ``sql``: the same group-by),
-    ``running``; ``parameters``: the release's public parameters without
+    ``rollup`` (:mod:`privloss.api.accuracy_rollup`), ``running``; ``parameters``: the release's public parameters without
     ``epsilon`` (or ``request=`` a checked top-k / histogram request).  Give
     ``target_half_width`` or ``min_release_users`` (the epsilon is planned) or
     ``epsilon`` (only the curve and the words).  ``curve=False`` skips the
@@ -465,6 +471,8 @@ def plan_accuracy(command: str = "topk", *, epsilon=None, target_half_width=None
         raise ValueError(f"min_release_users must be an integer >= 1, got "
                          f"{min_release_users!r}")
     subject = _subject(command, dict(parameters))
+    if hasattr(subject, "check_goal"):
+        subject.check_goal(target_half_width, min_release_users)
     if target_half_width is not None and isinstance(subject, _Aggregate) \
             and parameters.get("budget_split") is None:
         subject = subject.balanced()

@@ -182,7 +182,8 @@ def make_query(*, privacy_unit, by, aggregations, epsilon, delta=0.0, keys=None,
 class AggregateRelease:
     """Released groups: ``rows`` (``group``, ``values``, ``ci95`` per output
     column), ``columns``, ``events``, ``parameters`` (public), ``spent``,
-    ``guarantee`` (without a ledger), ``cached``."""
+    ``guarantee`` (without a ledger), ``cached``; ``accuracy_plan``: the plan
+    of a ``target_half_width`` / ``min_release_users`` call."""
 
     rows: list
     columns: list
@@ -192,12 +193,15 @@ class AggregateRelease:
     guarantee: dict | None = None
     cached: bool = False
     totals: dict | None = None
+    accuracy_plan: object = None
 
     def to_dict(self) -> dict:
         return {"rows": self.rows, "columns": self.columns, "totals": self.totals,
                 "parameters": self.parameters,
                 "events": [repr(e) for e in self.events], "spent": self.spent,
-                "guarantee": self.guarantee, "cached": self.cached}
+                "guarantee": self.guarantee, "cached": self.cached,
+                **({} if self.accuracy_plan is None
+                   else {"accuracy": self.accuracy_plan.to_dict()})}
 
     def columns_of(self) -> dict:
         """The release as columns: ``by0..`` (the group values), then each
@@ -381,11 +385,12 @@ def _admission(ledger, dataset, parameters: dict):
     return admitted
 
 
-def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delta: float = 0.0,
+def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon=None, delta: float = 0.0,
               keys=None, max_groups: int = 1, max_rows_per_group: int = 1, ledger=None,
               dataset: str | None = None, seed: int | None = None, engine: str = "duckdb",
               noise: str = "laplace", budget_split=None, grid_exponents=None,
-              consistent: bool = False, where=None, joins=(), join_truncation=None):
+              consistent: bool = False, where=None, joins=(), join_truncation=None,
+              target_half_width=None, min_release_users=None):
     """A private group-by (see the module docstring); returns an
     :class:`AggregateRelease`.  ``aggregations``: CLI-style strings
     (``"count"``, ``"count_distinct"``, ``"sum:COL:LOW:HIGH"``,
@@ -394,7 +399,15 @@ def aggregate(data, *, privacy_unit: str, by, aggregations, epsilon: float, delt
     count columns (non-negative integers adding up to a released total,
     :mod:`.consistency`).  Raises ``ValueError`` / ``TypeError``
     for bad input before anything is charged, ``LedgerBudgetError`` when the
-    ledger refuses, ``ComputationFailed`` if the engine fails after the charge."""
+    ledger refuses, ``ComputationFailed`` if the engine fails after the charge.
+    Instead of ``epsilon``: ``target_half_width=W`` (the smallest epsilon, and
+    split, whose 95% half-width is at most ``W`` for every measurement) or
+    ``min_release_users=N`` (without keys: a group of ``N`` users released with
+    probability 95%); the release then carries the plan as ``accuracy_plan``
+    (:mod:`privloss.api.accuracy_target`)."""
+    if epsilon is None or target_half_width is not None or min_release_users is not None:
+        from privloss.api.accuracy_target import call
+        return call("aggregate", locals())
     from privloss.api import protocol as api
     from privloss.releases.aggregate import release_payload
     from privloss.query.bounding import draw_seed

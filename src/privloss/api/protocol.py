@@ -501,12 +501,13 @@ def _is_max(epsilon) -> bool:
     return isinstance(epsilon, str) and epsilon.strip().lower() == "max"
 
 
-def topk(data, *, privacy_unit: str | None = None, item: str, k: int, epsilon: float,
+def topk(data, *, privacy_unit: str | None = None, item: str, k: int, epsilon=None,
          delta: float = 0.0, l0: int | None = None, linf: int = 1, domain=None,
          d_bar: int | None = None, algorithm: str | None = None, engine: str = "duckdb",
          ledger=None, dataset: str | None = None, seed: int | None = None,
          interaction: str | None = None, progress: bool | None = None,
-         label: str | None = None, where=None, user: str | None = None):
+         label: str | None = None, where=None, user: str | None = None,
+         target_half_width: float | None = None, min_release_users: int | None = None):
     """The ``k`` most frequent items of ``data`` (distinct users per item after
     per-user bounding), privately; returns a
     :class:`~privloss.releases.release.Release`.
@@ -514,7 +515,11 @@ def topk(data, *, privacy_unit: str | None = None, item: str, k: int, epsilon: f
     ``privacy_unit`` / ``item``: column names (``user=`` is the deprecated spelling
     of ``privacy_unit``); ``epsilon`` / ``delta``: the total spend
     of this release (``epsilon="max"``: the largest that the ledger's dataset still
-    admits, found without reading data); ``l0``: at most that many distinct items per user (chosen
+    admits, found without reading data; or instead of ``epsilon``:
+    ``target_half_width=W``, the smallest epsilon whose 95% half-width is at most
+    ``W``, or ``min_release_users=N``, the epsilon at which a group of ``N`` users
+    is released with probability 95%: the release then carries its plan as
+    ``accuracy_plan``, :mod:`privloss.api.accuracy_target`); ``l0``: at most that many distinct items per user (chosen
     at random; ``"auto"``: a DP 95th percentile for 10% of epsilon,
     :mod:`privloss.api.auto_l0_topk`), ``linf``: each user's count per item capped; ``domain``: the
     public list of items (known domain; the noise is then scaled for
@@ -538,6 +543,9 @@ def topk(data, *, privacy_unit: str | None = None, item: str, k: int, epsilon: f
     charged), :class:`~privloss.query.errors.ComputationFailed` when the
     engine fails after the charge (the charge stays).
     """
+    if epsilon is None or target_half_width is not None or min_release_users is not None:
+        from privloss.api.accuracy_target import call     # a planned epsilon
+        return call("topk", locals())
     if isinstance(l0, str):          # l0="auto" (the estimate): privloss.api.auto_l0_topk
         from privloss.api.auto_l0_topk import call
         return call("topk", locals())
@@ -551,19 +559,23 @@ def topk(data, *, privacy_unit: str | None = None, item: str, k: int, epsilon: f
                    largest_epsilon=largest, where=where)
 
 
-def histogram(data, *, privacy_unit: str | None = None, item: str, epsilon: float,
+def histogram(data, *, privacy_unit: str | None = None, item: str, epsilon=None,
               delta: float = 0.0, l0: int | None = None, linf: int = 1, domain=None,
               d_bar: int | None = None, noise: str = "laplace", k: int | None = None,
               engine: str = "duckdb", ledger=None, dataset: str | None = None,
               seed: int | None = None, interaction: str | None = None,
               progress: bool | None = None, label: str | None = None, where=None,
-              user: str | None = None):
+              user: str | None = None, target_half_width: float | None = None,
+              min_release_users: int | None = None):
     """A private histogram of ``item`` (distinct users per item after per-user
     bounding): every item of ``domain`` (known domain), or the items above a
     noisy threshold (unknown domain; needs ``delta > 0``).  ``noise``:
     ``"laplace"`` (known-laplace / unknown-laplace) or ``"gaussian"``
     (known-gaussian / trunc-gauss); ``k`` keeps the top k (post-processing).
     Other arguments, the result and the errors as :func:`topk`."""
+    if epsilon is None or target_half_width is not None or min_release_users is not None:
+        from privloss.api.accuracy_target import call     # a planned epsilon
+        return call("histogram", locals())
     if isinstance(l0, str):          # l0="auto" (the estimate): privloss.api.auto_l0_topk
         from privloss.api.auto_l0_topk import call
         return call("histogram", locals())

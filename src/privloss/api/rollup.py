@@ -181,7 +181,8 @@ class RollupRelease:
     """``rows`` (ROLLUP's shape: ``group`` with ``None`` for rolled-up columns,
     ``level``, ``values``, ``ci95``, ``ci95_guaranteed``, ``variance`` per
     column), ``others``, ``columns``, ``events``, ``parameters`` (public),
-    ``spent``, ``guarantee`` (without a ledger), ``cached``."""
+    ``spent``, ``guarantee`` (without a ledger), ``cached``, ``accuracy_plan``
+    (the plan of a ``target_half_width`` / ``min_release_users`` call)."""
 
     rows: list
     others: list
@@ -191,11 +192,14 @@ class RollupRelease:
     spent: dict | None = None
     guarantee: dict | None = None
     cached: bool = False
+    accuracy_plan: object = None
 
     def to_dict(self) -> dict:
         return {"rows": self.rows, "others": self.others, "columns": self.columns,
                 "parameters": self.parameters, "events": [repr(e) for e in self.events],
-                "spent": self.spent, "guarantee": self.guarantee, "cached": self.cached}
+                "spent": self.spent, "guarantee": self.guarantee, "cached": self.cached,
+                **({} if self.accuracy_plan is None
+                   else {"accuracy": self.accuracy_plan.to_dict()})}
 
     def columns_of(self) -> dict:
         """The rows as columns: ``by0..`` (None where rolled up), ``level``, then
@@ -269,18 +273,26 @@ def compute_rollup(query: RollupQuery, plan, engine: str, *, consistent: bool,
         raise computation_failed(error, what) from None
 
 
-def rollup(data, *, privacy_unit: str, by, aggregations=("count",), epsilon: float,
+def rollup(data, *, privacy_unit: str, by, aggregations=("count",), epsilon=None,
            delta: float = 0.0, keys=None, max_groups: int = 1, max_rows_per_group: int = 1,
            ledger=None, dataset: str | None = None, seed: int | None = None,
            engine: str = "duckdb", noise: str = "laplace", consistent: bool = False,
-           selection_share: float = 0.5, where=None) -> RollupRelease:
+           selection_share: float = 0.5, where=None, target_half_width=None,
+           min_release_users=None) -> RollupRelease:
     """A private ``GROUP BY ROLLUP(by...)`` (module docstring).  ``aggregations``:
     ``"count"`` and / or ``"count_distinct"``; ``keys``: public full group
     tuples, else each level's groups are selected privately (needs ``delta``);
     ``consistent``: non-negative integers adding up at every level.  Raises
     ``ValueError`` / ``TypeError`` before anything is charged,
     ``LedgerBudgetError`` when the ledger refuses, ``ComputationFailed`` after
-    the charge."""
+    the charge.  Instead of ``epsilon``: ``target_half_width=W`` (with keys: every
+    node's 95% half-width at most ``W``) or ``min_release_users=N`` (without
+    keys: a finest group of ``N`` users released with probability at least
+    95%), :mod:`privloss.api.accuracy_rollup`; the release carries the plan as
+    ``accuracy_plan``."""
+    if epsilon is None or target_half_width is not None or min_release_users is not None:
+        from privloss.api.accuracy_target import call
+        return call("rollup", locals())
     from privloss.api import protocol as api
     from privloss.query import engines
     from privloss.query.bounding import draw_seed

@@ -208,10 +208,17 @@ def running_at(request: RunningRequest, epsilon: float) -> RunningRequest:
 class RunningResult:
     """``payload``: the JSON object the CLI prints (``periods`` with totals
     and intervals, ``parameters``, ``events``, ``spent``); ``cached``: an
-    identical stored query answered for free."""
+    identical stored query answered for free; ``accuracy_plan``: the plan of
+    a ``target_half_width`` call (its ``to_dict()`` is the payload's
+    ``accuracy``)."""
 
     payload: dict
     cached: bool
+    accuracy_plan: object = None
+
+    def __post_init__(self):
+        if self.accuracy_plan is not None:
+            self.payload["accuracy"] = self.accuracy_plan.to_dict()
 
 
 def _compute(request: RunningRequest, data_input, seed):
@@ -247,9 +254,10 @@ def compute_running(request: RunningRequest, data_input, seed=None,
 
 def running(data, *, privacy_unit: str, time_column: str, period: str, start, end,
             count: bool = False, count_distinct: bool = False, sum=None,
-            max_periods_per_unit: int, max_rows_per_period: int, epsilon: float,
+            max_periods_per_unit: int, max_rows_per_period: int, epsilon=None,
             delta: float = 0.0, noise: str = "laplace", ledger=None, dataset=None,
-            seed: int | None = None, label: str | None = None) -> RunningResult:
+            seed: int | None = None, label: str | None = None,
+            target_half_width=None, min_release_users=None) -> RunningResult:
     """Running totals of ``data`` per ``period`` from ``start`` to ``end``
     (inclusive, public), privately; see the module docstring.  Exactly one of
     ``count``, ``count_distinct`` (units by their first period: distinct units
@@ -257,7 +265,13 @@ def running(data, *, privacy_unit: str, time_column: str, period: str, start, en
     ``dataset``: charge that budget first.  Raises ``ValueError`` /
     ``TypeError`` for bad parameters before anything is read,
     ``LedgerBudgetError`` / ``LedgerPlanError`` when the ledger refuses,
-    ``ComputationFailed`` after the charge."""
+    ``ComputationFailed`` after the charge.  Instead of ``epsilon``:
+    ``target_half_width=W``, the smallest epsilon whose largest 95% half-width
+    is at most ``W``; the result then carries the plan as ``accuracy_plan``
+    (:mod:`privloss.api.accuracy_target`)."""
+    if epsilon is None or target_half_width is not None or min_release_users is not None:
+        from privloss.api.accuracy_target import call
+        return call("running", locals())
     request = make_running_request(
         privacy_unit=privacy_unit, time_column=time_column, period=period, start=start, end=end,
         count=count, count_distinct=count_distinct, sum=sum,

@@ -62,7 +62,10 @@ def run_remote(args, command: str) -> int:
     _refuse_local_flags(args)
     token = _token(args.token_file)
     parameters = {"column": args.item_column, "epsilon": args.epsilon, "delta": args.delta,
-                  "l0": args.l0, "linf": args.linf, "d_bar": args.d_bar}
+                  "l0": args.l0, "linf": args.linf, "d_bar": args.d_bar,
+                  # instead of --epsilon: the server plans it (docs/service.md)
+                  "target_half_width": getattr(args, "target_half_width", None),
+                  "min_release_users": getattr(args, "min_release_users", None)}
     if getattr(args, "k", None) is not None:
         parameters["k"] = args.k
     domain = read_domain(args.domain)

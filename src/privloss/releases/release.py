@@ -40,7 +40,10 @@ class Release(NamedTuple):
       the budget after this release (a ledger's totals, or this release
       composed under the budget's model); None from an algorithm;
     * ``guarantee`` – without a ledger, this release's own guarantee (API);
-    * ``cached`` – a ledger returned the stored answer of an identical query.
+    * ``cached`` – a ledger returned the stored answer of an identical query;
+    * ``accuracy_plan`` – with ``target_half_width`` / ``min_release_users``
+      (API): the :class:`~privloss.api.accuracy_plan.AccuracyPlan` whose epsilon
+      the release used (public parameters only).
     """
 
     items: tuple
@@ -52,6 +55,7 @@ class Release(NamedTuple):
     spent: dict | None = None
     guarantee: dict | None = None
     cached: bool = False
+    accuracy_plan: object = None
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{_plain(item)!r}: {_plain(count)!r}"

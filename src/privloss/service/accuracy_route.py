@@ -2,19 +2,31 @@
 
 Definition
 ----------
-The analyst sends a top-k's or histogram's public parameters (those of
-``/plan`` without ``epsilon``) and one goal:
+The analyst sends a release's public parameters without ``epsilon`` and one
+goal; ``command`` says which release:
+
+* ``topk`` (default) or ``histogram``: the body of ``/plan`` (``column``,
+  ``k``, ``l0``, ...);
+* ``sql``: the body of ``/sql/plan`` (``query``, ``bounds``, ``max_groups``,
+  ..., ``GROUP BY ROLLUP`` included);
+* ``running``: the body of ``/running/plan``.
+
+The goals:
 
 * ``target_half_width`` W in (0, 10^12]: the smallest epsilon whose 95%
-  half-width of every released count is at most W;
-* ``min_release_users`` N in [1, 10^9]: the epsilons at which a group of N
-  distinct users is released with probability 1/2 and 95% (the answer's
-  ``epsilon`` is the 95% one).
+  half-width of every measurement is at most W (for a group-by also the
+  ``budget_split`` under which all measurements reach W together);
+* ``min_release_users`` N in [1, 10^9] (thresholded releases: top-k or a
+  histogram without a domain, a group-by without keys): the epsilons at
+  which a group of N distinct users is released with probability 1/2 and 95%
+  (the answer's ``epsilon`` is the 95% one).
 
 The answer is :meth:`privloss.api.accuracy_plan.AccuracyPlan.to_dict`: the
 planned ``epsilon``, the half-widths, the threshold, the plan in words
-(``text``) and ``charged: false``.  Then ``/plan`` says whether that epsilon
-fits the budgets, and ``/topk`` or ``/histogram`` releases at it.
+(``text``) and ``charged: false``.  The same goal can also be sent instead of
+``epsilon`` to the release and dry-run routes themselves
+(:mod:`privloss.service.accuracy_goals`), which plan, then check the budget
+or release at that epsilon.
 
 Privacy guarantee
 -----------------
@@ -35,20 +47,23 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Body, Depends, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from privloss.service.app import ServiceError
-from privloss.service.routes import (LIMITS, Delta, Text, current_analyst,
-                                     granted_dataset)
+from privloss.service.routes import (GOAL_LIMITS, LIMITS, Delta, MinReleaseUsers,
+                                     TargetHalfWidth, Text, current_analyst, granted_dataset)
 
-__all__ = ["router", "AccuracyParameters", "ACCURACY_LIMITS"]
+__all__ = ["router", "AccuracyParameters", "ACCURACY_LIMITS", "COMMANDS"]
 
 router = APIRouter(prefix="/v1")
 
 #: documented ranges of the goals (docs/service.md), checked before any work
-ACCURACY_LIMITS = {"target_half_width": (0.0, 1e12), "min_release_users": (1, 10 ** 9)}
+ACCURACY_LIMITS = GOAL_LIMITS
+#: the release kinds ``command`` may name
+COMMANDS = ("topk", "histogram", "sql", "running")
 
 
 def _bounded_int(name: str):
@@ -72,12 +87,8 @@ class AccuracyParameters(BaseModel):
                                            max_length=LIMITS["domain"][1])
     algorithm: Text(40) | None = None
     noise: Text(40) | None = None
-    target_half_width: Annotated[float, Field(gt=ACCURACY_LIMITS["target_half_width"][0],
-                                              le=ACCURACY_LIMITS["target_half_width"][1])] \
-        | None = None
-    min_release_users: Annotated[int, Field(ge=ACCURACY_LIMITS["min_release_users"][0],
-                                            le=ACCURACY_LIMITS["min_release_users"][1])] \
-        | None = None
+    target_half_width: TargetHalfWidth | None = None
+    min_release_users: MinReleaseUsers | None = None
 
     @model_validator(mode="after")
     def one_goal(self):
@@ -86,34 +97,44 @@ class AccuracyParameters(BaseModel):
         return self
 
 
-def _plan(dataset, body: dict) -> dict:
-    from privloss.api.accuracy_plan import plan_accuracy
-    from privloss.service.queries import ColumnNotGranted, build_request
+def _checked_body(body: dict) -> tuple:
+    """(command, the body checked by its release's model), or the usual 422."""
+    from privloss.service.running_route import RunningParameters
+    from privloss.service.sql_route import SqlParameters
 
-    command = body.pop("command")
-    goal = {name: body.pop(name) for name in ("target_half_width", "min_release_users")
-            if name in body}
+    body = dict(body)
+    command = body.pop("command", "topk")
+    if command not in COMMANDS:
+        raise ServiceError(422, f"command must be one of {', '.join(COMMANDS)}, got "
+                                f"{str(command)[:64]!r}", field="command",
+                           outcome="bad-parameters")
+    model = {"sql": SqlParameters, "running": RunningParameters}.get(command)
     try:
-        # epsilon 1 only checks the other parameters; the plan searches its own
-        request = build_request(command, {**body, "epsilon": 1.0}, dataset,
-                                dataset.interaction)
-        plan = plan_accuracy(command, request=request, curve=False, **goal)
-    except ColumnNotGranted as error:
-        raise ServiceError(403, str(error)) from None
-    except (ValueError, ArithmeticError) as error:
-        raise ServiceError(422, str(error).splitlines()[0]) from None
-    return plan.to_dict()
+        if model is None:
+            return command, AccuracyParameters.model_validate(
+                {"command": command, **body}).model_dump(exclude_none=True)
+        return command, model.model_validate(body).model_dump(exclude_none=True)
+    except ValidationError as error:      # answered as every other body's (app.py)
+        raise RequestValidationError(error.errors()) from None
+
+
+def _plan(command: str, dataset, body: dict, snapshot) -> dict:
+    from privloss.service.accuracy_goals import plan_for
+
+    body.pop("command", None)
+    return plan_for(command, dataset, body, snapshot)
 
 
 @router.post("/datasets/{name}/accuracy",
              summary="plan for an accuracy: the smallest epsilon meeting a target (free)")
-async def accuracy(name: str, body: AccuracyParameters, request: Request,
+async def accuracy(name: str, request: Request, body: dict = Body(...),
                    analyst=Depends(current_analyst)):
     from starlette.concurrency import run_in_threadpool
 
     dataset = granted_dataset(request, analyst, name)
-    parameters = body.model_dump(exclude_none=True)
-    request.state.audit["parameters"] = dict(parameters)
-    result = await run_in_threadpool(_plan, dataset, parameters)
+    command, parameters = _checked_body(body)
+    request.state.audit["parameters"] = {"command": command, **parameters}
+    snapshot = request.app.state.service.snapshots.latest(dataset)
+    result = await run_in_threadpool(_plan, command, dataset, parameters, snapshot)
     request.state.outcome = "accuracy-planned"
     return JSONResponse(result)

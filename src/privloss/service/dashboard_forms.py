@@ -131,6 +131,8 @@ def _checked(command: str, parameters: dict) -> dict:
     from privloss.service.running_route import RunningParameters
 
     model = {"sql": SqlParameters, "running": RunningParameters}.get(command, QueryParameters)
+    if "epsilon" not in parameters:       # the forms ask for an epsilon (no goal field)
+        raise ValueError("epsilon: Field required")
     try:
         return model.model_validate(parameters).model_dump(exclude_none=True)
     except ValidationError as error:

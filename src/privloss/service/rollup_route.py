@@ -136,8 +136,8 @@ def run_rollup_sql(ledger, dataset, analyst, query, body: dict, snapshot, check_
                               what="service rollup release")
 
     key = _key(query, analyst, body, fingerprint(dataset, snapshot))
-    receipt = call_ledger(ledger.release_with_receipt, name, key, compute, events,
-                          analyst=analyst.name, analyst_budget=analyst.cap(dataset))
+    receipt = call_ledger(_charged, ledger, name, key, compute, query, analyst,
+                          analyst.cap(dataset))
     return {**dict(receipt.result), "by": list(query.by),
             "aggregations": [a.name for a in query.aggregations],
             "parameters": parameters_of(query, consistent),
@@ -146,3 +146,25 @@ def run_rollup_sql(ledger, dataset, analyst, query, body: dict, snapshot, check_
             "receipt": receipt_view(receipt, dataset, name),
             "budget": call_ledger(analyst_view, ledger, name, analyst.name,
                                   analyst.cap(dataset))}
+
+
+def _charged(ledger, name, key, compute, query, analyst, cap):
+    """The ledger's charge; a budget refusal says first what epsilon still fits
+    (the same rollup at other epsilons: public parameters only)."""
+    import dataclasses
+
+    from privloss.api.rollup import make_rollup
+    from privloss.budget import LedgerBudgetError
+    from privloss.service.queries import refusal_saying_what_fits
+
+    def events_at(epsilon: float) -> tuple:
+        fields = {f.name: getattr(query, f.name) for f in dataclasses.fields(query)
+                  if f.name not in ("epsilon", "budget")}
+        return make_rollup(epsilon=epsilon, **fields).events
+
+    try:
+        return ledger.release_with_receipt(name, key, compute, query.events,
+                                           analyst=analyst.name, analyst_budget=cap)
+    except LedgerBudgetError as error:
+        raise refusal_saying_what_fits(ledger, name, analyst, cap, query.events, events_at,
+                                       error, epsilon_range=(1e-3, 100.0)) from None

@@ -19,7 +19,9 @@ Parameters (JSON body): ``column`` (one of the dataset's declared columns),
 ``epsilon``, ``delta``, ``k``, ``l0``, ``linf``, ``d_bar``, ``domain`` (the
 public list of items), ``algorithm`` (top-k) or ``noise`` (histogram),
 ``label`` (a name for the question: same parameters and label, the stored
-answer for free).  No SQL, no table name, no privacy-unit column: the service
+answer for free).  Instead of ``epsilon``: ``target_half_width`` or
+``min_release_users`` (the epsilon is planned from the public parameters,
+:mod:`privloss.service.accuracy_goals`; the answer's ``accuracy`` says it).  No SQL, no table name, no privacy-unit column: the service
 builds the query from its configuration.
 
 Privacy guarantee
@@ -43,7 +45,7 @@ from privloss.service.app import LOGGER, ServiceError
 
 __all__ = ["router", "QueryParameters", "PlanParameters", "current_analyst", "call_ledger",
            "note_release", "dataset_entry", "analyst_history", "Text", "Epsilon", "Delta",
-           "LIMITS"]
+           "LIMITS", "GOAL_LIMITS", "TargetHalfWidth", "MinReleaseUsers"]
 
 router = APIRouter(prefix="/v1")
 
@@ -76,6 +78,13 @@ def _bounded_int(name: str):
 
 
 Epsilon = Annotated[float, Field(ge=LIMITS["epsilon"][0], le=LIMITS["epsilon"][1])]
+#: documented ranges of the goals that may replace epsilon (docs/service.md;
+#: privloss.service.accuracy_goals)
+GOAL_LIMITS = {"target_half_width": (0.0, 1e12), "min_release_users": (1, 10 ** 9)}
+TargetHalfWidth = Annotated[float, Field(gt=GOAL_LIMITS["target_half_width"][0],
+                                         le=GOAL_LIMITS["target_half_width"][1])]
+MinReleaseUsers = Annotated[int, Field(ge=GOAL_LIMITS["min_release_users"][0],
+                                       le=GOAL_LIMITS["min_release_users"][1])]
 Delta = Annotated[float, Field(ge=0.0, lt=1.0)]
 Label = Text(200)
 
@@ -87,7 +96,10 @@ class QueryParameters(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     column: Text(200)
-    epsilon: Epsilon
+    epsilon: Epsilon | None = None
+    # instead of epsilon (privloss.service.accuracy_goals; exactly one of the three)
+    target_half_width: TargetHalfWidth | None = None
+    min_release_users: MinReleaseUsers | None = None
     delta: Delta = 0.0
     k: _bounded_int("k") | None = None
     l0: _bounded_int("l0") | None = None
@@ -318,6 +330,9 @@ async def plan(name: str, body: PlanParameters, request: Request,
     parameters = _parameters(body)
     request.state.audit["parameters"] = parameters
     command = parameters.pop("command")
+    from privloss.service.accuracy_goals import goal_in, plan_with_goal
+    if goal_in(parameters) is not None:        # the epsilon planned for a goal
+        return await plan_with_goal(request, state, dataset, analyst, command, parameters)
     ledger = state.loop_ledger()
     if ledger is not None and plan_is_quick(dataset, command, parameters):
         result = call_ledger(plan_release, ledger, dataset, analyst, command, parameters)
@@ -346,9 +361,11 @@ def _release(command: str, name: str, body: QueryParameters, request: Request, a
     dataset = granted_dataset(request, analyst, name)
     parameters = _parameters(body)
     request.state.audit["parameters"] = {"command": command, **parameters}
+    from privloss.service.accuracy_goals import answered, planned
+    parameters, plan = planned(command, dataset, parameters)      # a goal's epsilon
     snapshot = state.snapshots.current(dataset)       # before the charge
-    result = call_ledger(run_release, state.ledger, dataset, analyst, command, parameters,
-                         snapshot=snapshot)
+    result = answered(plan, call_ledger, run_release, state.ledger, dataset, analyst, command,
+                      parameters, snapshot=snapshot)
     note_release(request, result)
     return result
 

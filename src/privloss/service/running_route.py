@@ -8,7 +8,8 @@ The analyst sends the public parameters of :func:`privloss.running`:
 ``month``), ``start`` and ``end`` (``YYYY-MM-DD``, inclusive, public),
 ``statistic`` (``count``, ``count_distinct`` or ``sum`` with ``sum_column``,
 ``low`` and ``high``), ``max_periods_per_unit``, ``max_rows_per_period``,
-``epsilon``, ``delta``, ``noise`` and ``label``.  The privacy unit and the
+``epsilon`` (or instead ``target_half_width``: the epsilon is planned,
+:mod:`privloss.service.accuracy_goals`), ``delta``, ``noise`` and ``label``.  The privacy unit and the
 rows come from the configuration.  In this order, nothing charged or read
 before the last step:
 
@@ -47,11 +48,12 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from privloss.service.app import ServiceError
-from privloss.service.routes import (Delta, Text, call_ledger, current_analyst,
-                                     granted_dataset, note_release)
+from privloss.service.routes import (Delta, MinReleaseUsers, TargetHalfWidth, Text,
+                                     call_ledger, current_analyst, granted_dataset,
+                                     note_release)
 
 __all__ = ["router", "RunningParameters", "RUNNING_LIMITS", "checked_running", "plan_running",
-           "run_running"]
+           "run_running", "running_parameters"]
 
 router = APIRouter(prefix="/v1")
 
@@ -84,7 +86,10 @@ class RunningParameters(BaseModel):
     max_periods_per_unit: _ranged_int("max_periods_per_unit")
     max_rows_per_period: _ranged_int("max_rows_per_period")
     epsilon: Annotated[float, Field(ge=RUNNING_LIMITS["epsilon"][0],
-                                    le=RUNNING_LIMITS["epsilon"][1])]
+                                    le=RUNNING_LIMITS["epsilon"][1])] | None = None
+    # instead of epsilon (privloss.service.accuracy_goals; exactly one of the three)
+    target_half_width: TargetHalfWidth | None = None
+    min_release_users: MinReleaseUsers | None = None
     delta: Delta = 0.0
     noise: Literal["laplace", "gaussian"] = "laplace"
     label: Text(200) | None = None
@@ -133,15 +138,8 @@ def checked_running(dataset, body: dict, snapshot=None):
                 f"table", None)
     statistic = body["statistic"]
     try:
-        request = make_running_request(
-            privacy_unit=dataset.user_column, time_column=body["time_column"],
-            period=body["period"], start=body["start"], end=body["end"],
-            count=statistic == "count", count_distinct=statistic == "count_distinct",
-            sum=None if statistic != "sum" else
-            f"{body['sum_column']}:{body['low']}:{body['high']}",
-            max_periods_per_unit=body["max_periods_per_unit"],
-            max_rows_per_period=body["max_rows_per_period"], epsilon=body["epsilon"],
-            delta=body.get("delta", 0.0), noise=body.get("noise", "laplace"))
+        request = make_running_request(epsilon=body["epsilon"],
+                                       **running_parameters(dataset, body))
     except ArithmeticError:
         _refuse("the parameters are outside the range the calibration can compute (see the "
                 "documented ranges)", None)
@@ -160,6 +158,20 @@ def checked_running(dataset, body: dict, snapshot=None):
             _refuse(f"column {body['sum_column']!r} of dataset {dataset.name!r} has type "
                     f"{kind}; a sum needs a numeric column", "sum_column")
     return request
+
+
+def running_parameters(dataset, body: dict) -> dict:
+    """:func:`~privloss.api.running.make_running_request`'s arguments but
+    ``epsilon`` for a body (the privacy unit from the configuration)."""
+    statistic = body["statistic"]
+    return dict(privacy_unit=dataset.user_column, time_column=body["time_column"],
+                period=body["period"], start=body["start"], end=body["end"],
+                count=statistic == "count", count_distinct=statistic == "count_distinct",
+                sum=None if statistic != "sum" else
+                f"{body['sum_column']}:{body['low']}:{body['high']}",
+                max_periods_per_unit=body["max_periods_per_unit"],
+                max_rows_per_period=body["max_rows_per_period"],
+                delta=body.get("delta", 0.0), noise=body.get("noise", "laplace"))
 
 
 def _key(request, analyst, body: dict, data) -> dict:
@@ -215,13 +227,30 @@ def run_running(ledger, dataset, analyst, body: dict, snapshot=None) -> dict:
         return compute_running(request, source, None, what="service running release")
 
     key = _key(request, analyst, body, fingerprint(dataset, snapshot))
-    receipt = call_ledger(ledger.release_with_receipt, name, key, compute, events,
-                          analyst=analyst.name, analyst_budget=analyst.cap(dataset))
+    receipt = call_ledger(_charged, ledger, name, key, compute, request, analyst,
+                          analyst.cap(dataset))
     return {**dict(receipt.result),
             "event_objects": [event_to_json(event) for event in events],
             "receipt": receipt_view(receipt, dataset, name),
             "budget": call_ledger(analyst_view, ledger, name, analyst.name,
                                   analyst.cap(dataset))}
+
+
+def _charged(ledger, name, key, compute, request, analyst, cap):
+    """The ledger's charge; a budget refusal says first what epsilon still fits
+    (the same request at other epsilons: public parameters only)."""
+    from privloss.api.running import running_at
+    from privloss.budget import LedgerBudgetError
+    from privloss.service.queries import refusal_saying_what_fits
+
+    try:
+        return ledger.release_with_receipt(name, key, compute, request.events,
+                                           analyst=analyst.name, analyst_budget=cap)
+    except LedgerBudgetError as error:
+        raise refusal_saying_what_fits(
+            ledger, name, analyst, cap, request.events,
+            lambda epsilon: running_at(request, epsilon).events, error,
+            epsilon_range=RUNNING_LIMITS["epsilon"]) from None
 
 
 @router.post("/datasets/{name}/running/plan",
@@ -232,8 +261,11 @@ def running_plan(name: str, body: RunningParameters, request: Request,
     dataset = granted_dataset(request, analyst, name)
     parameters = body.model_dump(exclude_none=True)
     request.state.audit["parameters"] = {"command": "running-plan", **parameters}
-    result = plan_running(state.ledger, dataset, analyst, parameters,
-                          snapshot=state.snapshots.latest(dataset))
+    from privloss.service.accuracy_goals import answered, planned
+    snapshot = state.snapshots.latest(dataset)
+    parameters, plan = planned("running", dataset, parameters, snapshot)      # a goal's epsilon
+    result = answered(plan, plan_running, state.ledger, dataset, analyst, parameters,
+                      snapshot=snapshot)
     request.state.outcome = "planned" if result["fits"] else "planned-refused"
     return result
 
@@ -246,7 +278,10 @@ def running_release(name: str, body: RunningParameters, request: Request,
     dataset = granted_dataset(request, analyst, name)
     parameters = body.model_dump(exclude_none=True)
     request.state.audit["parameters"] = {"command": "running", **parameters}
-    result = run_running(state.ledger, dataset, analyst, parameters,
-                         snapshot=state.snapshots.current(dataset))
+    from privloss.service.accuracy_goals import answered, planned
+    snapshot = state.snapshots.current(dataset)
+    parameters, plan = planned("running", dataset, parameters, snapshot)      # a goal's epsilon
+    result = answered(plan, run_running, state.ledger, dataset, analyst, parameters,
+                      snapshot=snapshot)
     note_release(request, result)
     return result

@@ -6,7 +6,9 @@ Definition
 The analyst sends one ``SELECT g.., COUNT(*), SUM(x), AVG(x), MEDIAN(x), ...
 FROM <dataset> GROUP BY g..`` (the subset of
 :mod:`privloss.query.sql`) with the public parameters of
-:func:`privloss.aggregate`: ``epsilon``, ``delta``,
+:func:`privloss.aggregate`: ``epsilon`` (or instead ``target_half_width`` /
+``min_release_users``: the epsilon is planned,
+:mod:`privloss.service.accuracy_goals`), ``delta``,
 ``bounds`` (``{"x": [low, high]}`` for every aggregated column),
 ``max_groups``, ``max_rows_per_group``, ``keys`` (public group labels; without
 them the groups go through the noisy threshold), ``noise``, ``budget_split``,
@@ -53,8 +55,9 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from privloss.service.app import ServiceError
-from privloss.service.routes import (Delta, Epsilon, Text, call_ledger, current_analyst,
-                                     granted_dataset, note_release)
+from privloss.service.routes import (Delta, Epsilon, MinReleaseUsers, TargetHalfWidth, Text,
+                                     call_ledger, current_analyst, granted_dataset,
+                                     note_release)
 
 __all__ = ["router", "SqlParameters", "checked_query", "plan_sql", "run_sql", "SQL_LIMITS"]
 
@@ -79,7 +82,10 @@ class SqlParameters(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     query: Text(4000)
-    epsilon: Epsilon
+    epsilon: Epsilon | None = None
+    # instead of epsilon (privloss.service.accuracy_goals; exactly one of the three)
+    target_half_width: TargetHalfWidth | None = None
+    min_release_users: MinReleaseUsers | None = None
     delta: Delta = 0.0
     bounds: dict[ColumnName, tuple[Bound, Bound]] = Field(default_factory=dict, max_length=64)
     max_groups: Annotated[int, Field(ge=SQL_LIMITS["max_groups"][0],
@@ -470,7 +476,9 @@ def sql_plan(name: str, body: SqlParameters, request: Request,
     dataset = granted_dataset(request, analyst, name)
     parameters = body.model_dump(exclude_none=True)
     request.state.audit["parameters"] = {"command": "sql-plan", **parameters}
-    result = plan_sql(state.ledger, dataset, analyst, parameters,
+    from privloss.service.accuracy_goals import answered, planned
+    parameters, plan = planned("sql", dataset, parameters)      # a goal's epsilon
+    result = answered(plan, plan_sql, state.ledger, dataset, analyst, parameters,
                       snapshot=state.snapshots.latest(dataset))
     request.state.outcome = "planned" if result["fits"] else "planned-refused"
     return result
@@ -484,7 +492,9 @@ def sql_release(name: str, body: SqlParameters, request: Request,
     dataset = granted_dataset(request, analyst, name)
     parameters = body.model_dump(exclude_none=True)
     request.state.audit["parameters"] = {"command": "sql", **parameters}
-    result = run_sql(state.ledger, dataset, analyst, parameters,
-                     snapshot=state.snapshots.current(dataset))
+    from privloss.service.accuracy_goals import answered, planned
+    parameters, plan = planned("sql", dataset, parameters)      # a goal's epsilon
+    result = answered(plan, run_sql, state.ledger, dataset, analyst, parameters,
+                      snapshot=state.snapshots.current(dataset))
     note_release(request, result)
     return result
