@@ -82,9 +82,11 @@ def test_loaded_and_prepared_equal_the_file(tmp_path, kind):
 
 def test_prepared_choice_by_one_aggregation_equals_the_windows(tmp_path, monkeypatch):
     """On coded pairs the l0 choice is one top-n aggregation (``_sql.
-    _coded_group_choice``); with ``max_groups`` at or above ``TOP_N_LIMIT`` the
-    windows of the plain path choose: both keep the same pairs, ties on the
-    key and the code included (broken by the canonical-integer rule)."""
+    _coded_group_choice``) on BIGINT keys, or HUGEINT keys for a table of
+    ``2^NARROW_KEY_BITS`` pairs or more; with ``max_groups`` at or above
+    ``TOP_N_LIMIT`` the windows of the plain path choose: all keep the same
+    pairs, ties on the key and the code included (broken by the
+    canonical-integer rule)."""
     from privloss.query.engines import _sql
     from tests.query.test_integer_text import _code_tie
 
@@ -103,12 +105,14 @@ def test_prepared_choice_by_one_aggregation_equals_the_windows(tmp_path, monkeyp
             expected[repr((config, seed))] = plain
             _same(bounded_histogram(_loaded(path, True), user_column="user",
                                     item_column="item", seed=seed, **config), plain)
-    monkeypatch.setattr(_sql, "TOP_N_LIMIT", 1)     # every l0: the windows
-    for config in configs:
-        for seed in range(3):
-            _same(bounded_histogram(_loaded(path, True), user_column="user",
-                                    item_column="item", seed=seed, **config),
-                  expected[repr((config, seed))])
+    for name, value in (("NARROW_KEY_BITS", 0),       # every table: HUGEINT keys
+                        ("TOP_N_LIMIT", 1)):          # every l0: the windows
+        monkeypatch.setattr(_sql, name, value)
+        for config in configs:
+            for seed in range(3):
+                _same(bounded_histogram(_loaded(path, True), user_column="user",
+                                        item_column="item", seed=seed, **config),
+                      expected[repr((config, seed))])
 
 
 def test_prepared_with_domain_where_values_and_two_columns(tmp_path):

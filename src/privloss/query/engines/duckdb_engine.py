@@ -390,10 +390,11 @@ def prepare(plan: QueryPlan) -> None:
 
 
 def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_source",
-                 coded_source: str | None = None):
+                 coded_source=None):
     """The :class:`~privloss.query.engines._sql.BoundedSql` of ``plan`` over a
     view ``source_name`` with columns u, g.., v.. of the given kinds
-    (``coded_source``: the table of its coded pairs, count-only plans)."""
+    (``coded_source``: the :class:`~._loaded.CodedPairs` of its coded pairs,
+    count-only plans)."""
     groups = len(plan.by)
     group_integer = groups == 1 and kinds[1] == "integer"
     key_texts = None if plan.keys is None else [tuple(map(str, k)) for k in plan.keys]
@@ -407,7 +408,9 @@ def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_sour
         group_key=SelectionKey.from_seed(plan.seed),
         row_key=SelectionKey.from_seed(plan.seed + ROW_SEED_OFFSET),
         quantile_columns=[plan.value_columns.index(c) for c in plan.quantile_columns],
-        bins=plan.quantile_bins, top=plan.top, coded_source=coded_source,
+        bins=plan.quantile_bins, top=plan.top,
+        coded_source=None if coded_source is None else coded_source.name,
+        coded_pairs=None if coded_source is None else coded_source.rows,
         rank_thresholds={plan.value_columns.index(c): tuple(t)
                          for c, t in plan.rank_thresholds.items()})
 
