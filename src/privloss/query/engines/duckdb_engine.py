@@ -423,32 +423,38 @@ def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None,
     into numbers)."""
     groups, values = len(plan.by), plan.value_columns
     width = 2 * len(values)
+    quantiles, topped = plan.quantile_columns, plan.top is not None
+    # per plan, not per row (a top-k's d_bar rows): the rank columns in index order,
+    # the group columns to turn back into numbers
+    ranked = [(column, len(plan.rank_thresholds[column]))
+              for _, column in sorted((values.index(c), c) for c in plan.rank_thresholds)]
+    floated = tuple(f"g{i}" in floats for i in range(groups))
+    indexed = list(enumerate(values))
     out, total = [], 0
     for row in rows:
         row = tuple(row)
-        if plan.top is not None:
+        if topped:
             total, row = int(row[-1]), row[:-1]
-        raw = tuple(row[:groups])
-        group = tuple(number_label(value) if f"g{i}" in floats else value
-                      for i, value in enumerate(raw))
+        raw = row[:groups]
+        group = tuple(number_label(value) if floated[i] else value
+                      for i, value in enumerate(raw)) if any(floated) else raw
         rest = row[groups + 2:]
         if histograms is None:
             bins = {column: {int(b): int(c) for b, c in dict(rest[width + j] or {}).items()
                              if b is not None}
-                    for j, column in enumerate(plan.quantile_columns)}
+                    for j, column in enumerate(quantiles)}
         else:
             bins = {column: histograms.get((values.index(column), raw), {})
-                    for column in plan.quantile_columns}
-        at = width + (len(plan.quantile_columns) if histograms is None else 0)
+                    for column in quantiles}
+        at = width + (len(quantiles) if histograms is None else 0)
         ranks = {}
-        for index, column in sorted((values.index(c), c) for c in plan.rank_thresholds):
-            size = len(plan.rank_thresholds[column])
+        for column, size in ranked:
             ranks[column] = [int(c) for c in rest[at:at + size]]
             at += size
         out.append({"group": group, "distinct": int(row[groups]), "rows": int(row[groups + 1]),
                     "ranks": ranks,
-                    "sum": {v: int(rest[2 * i] or 0) for i, v in enumerate(values)},
-                    "nonnull": {v: int(rest[2 * i + 1]) for i, v in enumerate(values)},
+                    "sum": {v: int(rest[2 * i] or 0) for i, v in indexed},
+                    "nonnull": {v: int(rest[2 * i + 1]) for i, v in indexed},
                     "bins": bins})
     return GroupStatistics(out, total if plan.top is not None else len(out))
 
