@@ -153,7 +153,9 @@ class LoadedFile:
                                    group_integer=groups == 1 and kinds[1] == "integer")
             try:
                 projected.query("privloss_source", text).create(name)
-                rows = self.connection.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
+                # on the caller's cursor (the shared connection is not for threads)
+                rows = projected.query("privloss_source",
+                                       f"SELECT count(*) FROM {name}").fetchall()[0][0]
             except duckdb.Error as error:
                 raise computation_failed(error, f"duckdb, {describe_input(inp)}") from None
             made = self._pairs[key] = CodedPairs(name, int(rows))
