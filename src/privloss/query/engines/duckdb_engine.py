@@ -30,9 +30,10 @@ runs on a cursor of that connection (thread-safe).  With
 ``LoadedTables(prepare=True)`` (a service snapshot, queried again and again)
 a count-only plan without a row filter also reads the (unit, group) pairs
 with their codes, materialised once per (privacy unit, group columns)
-(:func:`~privloss.query.engines._sql.coded_pairs_sql`), so a release only
-draws its keyed group choice and counts: the same statistics as from the
-rows (the same SQL after the pairs), for every seed.
+(:func:`~privloss.query.engines._sql.coded_pairs_sql`, numbered in the
+choice's tie order), so a release only draws its keyed group choice (one
+top-n aggregation over the pairs instead of two sorts) and counts: the same
+statistics as from the rows, for every seed.
 
 Isolation: no caller text enters our SQL (only our names and integers
 formatted by Python).  Files and frames are read on a private connection that
