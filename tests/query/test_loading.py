@@ -91,8 +91,8 @@ def test_prepared_choice_by_one_aggregation_equals_the_windows(tmp_path, monkeyp
     from tests.query.test_integer_text import _code_tie
 
     text, twin = _code_tie()
-    rows = [(u, i) for u, i in _rows(4, "text")]
-    rows += [("t1", twin), ("t1", text), ("t2", text), ("t2", twin), ("t3", twin)]
+    rows = _rows(4, "text") + [("t1", twin), ("t1", text), ("t2", text), ("t2", twin),
+                               ("t3", twin)]
     path = _file(tmp_path, rows)
     configs = [dict(l0=1, linf=1, top=None), dict(l0=3, linf=2, top=None),
                dict(l0=2, linf=5, top=4)]
