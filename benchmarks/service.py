@@ -22,8 +22,9 @@ under 50 ms to the library's release time at p50.
 
 ``--retail CSV``: the online-retail file (0.54M rows, CustomerID x
 StockCode) served as a dataset whose source is the gzipped CSV: the time to
-start (the source read once into the service's snapshot), then a top-10
-(``RETAIL``) with one client, p50 over ``--releases`` new queries, beside the
+start (the source read once into the service's snapshot), the first top-10
+(``RETAIL``; it also calibrates the algorithm for these parameters), then
+one client's p50 and server CPU over ``--releases`` new queries, beside the
 library reading the CSV itself per release (what every release cost before
 issue 19).  Target (issue 19): p50 <= 150 ms.
 """
@@ -215,6 +216,12 @@ def measure_retail(args, folder: Path) -> dict:
     server = ServerProcess(path).start()
     start_s = time.perf_counter() - started
     try:
+        # the first release also calibrates the algorithm for these parameters (cached
+        # afterwards) and imports what it needs: timed apart from the steady state
+        before = _cpu_seconds(server.process.pid)
+        first = drive(server.url, token, 1, 1, "/v1/datasets/retail/topk", RETAIL,
+                      label="retail-first")
+        first_cpu = _cpu_seconds(server.process.pid) - before
         before = _cpu_seconds(server.process.pid)
         service = drive(server.url, token, 1, args.releases, "/v1/datasets/retail/topk",
                         RETAIL, label="retail")
@@ -230,7 +237,9 @@ def measure_retail(args, folder: Path) -> dict:
         request.spec.run(histogram, **request.calibration(), domain=None)
         library.append(time.perf_counter() - begin)
         library_cpu.append(time.process_time() - begin_cpu)
-    return {"endpoint": "retail topk", "clients": 1, "start_s": round(start_s, 2), **service,
+    return {"endpoint": "retail topk", "clients": 1, "start_s": round(start_s, 2),
+            "first_release_ms": first["p50_ms"],
+            "first_release_server_cpu_ms": round(first_cpu * 1e3, 1), **service,
             "server_cpu_ms_per_release": round(server_cpu * 1e3, 1),
             "library_on_the_csv_p50_ms": round(statistics.median(library) * 1e3, 1),
             "library_on_the_csv_cpu_ms": round(statistics.median(library_cpu) * 1e3, 1),

@@ -80,6 +80,41 @@ def test_loaded_and_prepared_equal_the_file(tmp_path, kind):
     assert len(loaded._pairs) == 1
 
 
+def test_prepared_choice_by_one_aggregation_equals_the_windows(tmp_path, monkeypatch):
+    """On coded pairs the l0 choice is one top-n aggregation (``_sql.
+    _coded_group_choice``) on BIGINT keys, or HUGEINT keys for a table of
+    ``2^NARROW_KEY_BITS`` pairs or more; with ``max_groups`` at or above
+    ``TOP_N_LIMIT`` the windows of the plain path choose: all keep the same
+    pairs, ties on the key and the code included (broken by the
+    canonical-integer rule)."""
+    from privloss.query.engines import _sql
+    from tests.query.test_integer_text import _code_tie
+
+    text, twin = _code_tie()
+    rows = _rows(4, "text") + [("t1", twin), ("t1", text), ("t2", text), ("t2", twin),
+                               ("t3", twin)]
+    path = _file(tmp_path, rows)
+    configs = [dict(l0=1, linf=1, top=None), dict(l0=3, linf=2, top=None),
+               dict(l0=2, linf=5, top=4)]
+    expected = {}
+    for config in configs:
+        for seed in range(3):
+            plain = bounded_histogram(path, user_column="user", item_column="item",
+                                      seed=seed, **config)
+            _same(plain, reference_histogram(rows, seed=seed, **config))
+            expected[repr((config, seed))] = plain
+            _same(bounded_histogram(_loaded(path, True), user_column="user",
+                                    item_column="item", seed=seed, **config), plain)
+    for name, value in (("NARROW_KEY_BITS", 0),       # every table: HUGEINT keys
+                        ("TOP_N_LIMIT", 1)):          # every l0: the windows
+        monkeypatch.setattr(_sql, name, value)
+        for config in configs:
+            for seed in range(3):
+                _same(bounded_histogram(_loaded(path, True), user_column="user",
+                                        item_column="item", seed=seed, **config),
+                      expected[repr((config, seed))])
+
+
 def test_prepared_with_domain_where_values_and_two_columns(tmp_path):
     from privloss.query.spec import ValueGrid
     from privloss.query.sql import parse_where

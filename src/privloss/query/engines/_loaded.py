@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import tempfile
 import threading
+from typing import NamedTuple
 
 from privloss.query.engines._files import exact_files
 from privloss.query.engines._sql import DUCKDB, coded_pairs_sql
@@ -37,7 +38,14 @@ from privloss.query.errors import computation_failed, log_engine_error
 from privloss.query.inputs import FileInput, describe_input
 from privloss.query.plan import QueryPlan
 
-__all__ = ["LoadedFile", "load", "unreadable"]
+__all__ = ["CodedPairs", "LoadedFile", "load", "unreadable"]
+
+
+class CodedPairs(NamedTuple):
+    """A table of :func:`coded_pairs_sql` (``name``) and its number of ``rows``."""
+
+    name: str
+    rows: int
 
 
 def unreadable(inp, error, scan: bool):
@@ -128,15 +136,16 @@ class LoadedFile:
                 copies.close()
         return cls(connection, spill)
 
-    def coded_pairs(self, duckdb, plan: QueryPlan, projected, kinds: list, inp) -> str:
-        """The name of the table of :func:`coded_pairs_sql` over ``projected``
-        (the rows projected onto u, g..), made on first use per (privacy unit,
-        group columns); a failure is :class:`ComputationFailed`."""
+    def coded_pairs(self, duckdb, plan: QueryPlan, projected, kinds: list,
+                    inp) -> CodedPairs:
+        """The table of :func:`coded_pairs_sql` over ``projected`` (the rows
+        projected onto u, g..), made on first use per (privacy unit, group
+        columns); a failure is :class:`ComputationFailed`."""
         key = (plan.privacy_unit, tuple(plan.by))
         with self._lock:            # one build at a time; a repeat finds the table
-            name = self._pairs.get(key)
-            if name is not None:
-                return name
+            made = self._pairs.get(key)
+            if made is not None:
+                return made
             name = f"pairs_{next(self._numbers)}"
             groups = len(plan.by)
             text = coded_pairs_sql(DUCKDB, "privloss_source", groups=groups,
@@ -144,10 +153,13 @@ class LoadedFile:
                                    group_integer=groups == 1 and kinds[1] == "integer")
             try:
                 projected.query("privloss_source", text).create(name)
+                # on the caller's cursor (the shared connection is not for threads)
+                rows = projected.query("privloss_source",
+                                       f"SELECT count(*) FROM {name}").fetchall()[0][0]
             except duckdb.Error as error:
                 raise computation_failed(error, f"duckdb, {describe_input(inp)}") from None
-            self._pairs[key] = name
-            return name
+            made = self._pairs[key] = CodedPairs(name, int(rows))
+            return made
 
     def close(self) -> None:
         with self._lock:

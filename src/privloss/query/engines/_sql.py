@@ -18,11 +18,17 @@ from privloss.query.bounding import (CANONICAL_INTEGER, LANE_BITS, LANE_MASK,
                                          text_code_digits)
 
 __all__ = ["Dialect", "DUCKDB", "SPARK", "BoundedSql", "bounded_sql", "coded_pairs_sql",
-           "groups_per_unit_sql",
+           "groups_per_unit_sql", "TOP_N_LIMIT", "NARROW_KEY_BITS",
            "MISSING_UNITS", "JoinSql", "joined_sql"]
 
 #: row code of a missing value (grid units are below 2^51 in magnitude)
 MISSING_UNITS = -(1 << 62)
+#: DuckDB's ``min(x, n)`` takes ``n`` below this; a larger ``max_groups`` on coded
+#: pairs is chosen by the windows of :func:`_group_choice` instead
+TOP_N_LIMIT = 1_000_000
+#: a table of fewer pairs than ``2^NARROW_KEY_BITS`` has BIGINT choice keys
+#: (:func:`_coded_group_choice`)
+NARROW_KEY_BITS = 31
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,34 @@ def _group_choice(dialect: Dialect, source: str, carried: list, gcols: list, max
     return ctes
 
 
+def _coded_group_choice(dialect: Dialect, source: str, carried: list, max_groups: int,
+                        group_key: SelectionKey, final: str, pairs: int | None) -> list:
+    """:func:`_group_choice` over :func:`coded_pairs_sql`'s table ``source`` (DuckDB;
+    ``pairs``: its number of rows, if known): the same pairs, by one
+    aggregation instead of two sorts.
+
+    Within a unit ``p`` increases with ``(code(g), [canonical(g)], g..)`` (the
+    pairs are numbered in that order once, seed-independent), so the order
+    ``(m, code(g), [canonical(g)], g..)`` of :func:`_group_choice` is the order
+    of ``m * 2^b + p``, a key distinct for every pair: ``b = 31`` (a BIGINT)
+    when ``pairs < 2^31`` (so ``0 < p < 2^31``; ``m < 2^32``: below ``2^63``),
+    else ``b = 64`` (a HUGEINT; ``p < 2^63``); no overflow either way.  Rows of
+    one unit are distinct pairs, so ``_group_choice``'s two dense ranks keep
+    exactly the unit's ``max_groups`` pairs of smallest key:
+    ``min(key, max_groups)`` per unit (``max_groups`` below
+    :data:`TOP_N_LIMIT`), its ``p`` (the low ``b`` bits) joined back."""
+    bits = NARROW_KEY_BITS if pairs is not None and pairs < 1 << NARROW_KEY_BITS else 64
+    kind = "BIGINT" if bits < 63 else "HUGEINT"
+    ctes = _key_ctes(dialect, "gk", source, ["u", "p", "uc", "gc"], group_key, "uc", "gc")
+    ctes.append(f"gin AS (SELECT u, CAST(m AS {kind}) * {1 << bits} + p AS key FROM gk_d)")
+    ctes.append(f"gtop AS (SELECT CAST(unnest(min(key, {int(max_groups)})) & {(1 << bits) - 1} "
+                f"AS BIGINT) AS p FROM gin GROUP BY u)")
+    kept = ", ".join(carried)
+    ctes.append(f"{final} AS (SELECT {kept} FROM {source} SEMI JOIN gtop "
+                f"ON {source}.p = gtop.p)")
+    return ctes
+
+
 def _top(glist: str, main: str, top: int | None) -> str:
     if top is None:
         return main
@@ -192,16 +226,20 @@ def coded_pairs_sql(dialect: Dialect, source: str, *, groups: int, unit_integer:
     """The seed-independent part of a count-only :func:`bounded_sql` as one
     query: the CTE ``coded`` (columns ``u, g.., c, uc, gc`` and ``gt`` for one
     text group column), with ``u`` replaced by a dense integer id of the unit
-    (a bijection on units, so every ``PARTITION BY u`` is unchanged) and
-    sorted by it.  Materialised once per snapshot and columns, it is what
+    (a bijection on units, so every ``PARTITION BY u`` is unchanged), and
+    ``p``, the pairs numbered from 1 by (unit, then the order of
+    :func:`_group_choice` after the key: ``code(g), [canonical(g)], g..``),
+    sorted by ``p`` (so by unit).  Materialised once per snapshot and columns, it is what
     ``bounded_sql(..., coded_source=...)`` then reads instead of ``source``:
     the same statistics, without regrouping and recoding the rows."""
     gcols = [f"g{i}" for i in range(groups)]
-    ucode, gcode, gtie, _ = _codes(dialect, groups, unit_integer, group_integer)
+    ucode, gcode, gtie, tie_codes = _codes(dialect, groups, unit_integer, group_integer)
     ctes = _pair_ctes(source, gcols, ucode, gcode, gtie)
     rest = ", ".join(gcols + ["c", "uc", "gc"] + (["gt"] if gtie else []))
+    # p: the pairs numbered by unit, then by _group_choice's order after m
+    order = ", ".join(["u"] + tie_codes + gcols)
     return ("WITH " + ",\n".join(ctes) + f"\nSELECT dense_rank() OVER (ORDER BY u) AS u, "
-            f"{rest} FROM coded ORDER BY 1")
+            f"{rest}, row_number() OVER (ORDER BY {order}) AS p FROM coded ORDER BY p")
 
 
 def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list,
@@ -209,7 +247,8 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
                 max_groups: int | None, max_rows: int, group_key: SelectionKey,
                 row_key: SelectionKey, quantile_columns: list, bins: int,
                 top: int | None = None, coded_source: str | None = None,
-                rank_thresholds: dict | None = None) -> BoundedSql:
+                rank_thresholds: dict | None = None,
+                coded_pairs: int | None = None) -> BoundedSql:
     """The bounded aggregation over ``source`` (columns u, g0.., v0..): the one
     compilation of a :class:`~privloss.query.plan.QueryPlan`'s bounding and
     statistics, for both dialects.
@@ -230,9 +269,11 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
     ``t``): after the other outputs, per group and threshold the count of kept
     rows with ``units <= t`` (``rank_i_j``), in index order.
 
-    ``coded_source`` (count-only plans): a table holding
+    ``coded_source`` (count-only plans, DuckDB): a table holding
     :func:`coded_pairs_sql` of the source, read instead of grouping and
-    coding ``source`` again.
+    coding ``source`` again; the group choice is then
+    :func:`_coded_group_choice` (the same pairs; ``coded_pairs``: the table's
+    number of rows, for its narrower keys).
     """
     gcols = [f"g{i}" for i in range(groups)]
     vcols = [f"v{i}" for i in range(len(value_grids))]
@@ -259,7 +300,10 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
         ctes.append(f"coded_k AS (SELECT * FROM {coded} WHERE gc IN ({codes}))")
         coded = "coded_k"
     carried = row_columns + ["uc", "gc"] + (["gt"] if gtie else [])
-    if max_groups is not None:
+    if max_groups is not None and coded_source is not None and max_groups < TOP_N_LIMIT:
+        ctes += _coded_group_choice(dialect, coded, carried, max_groups, group_key, "gsel",
+                                    coded_pairs)
+    elif max_groups is not None:
         ctes += _group_choice(dialect, coded, carried, gcols, max_groups, group_key,
                               tie_codes, "gsel")
     else:

@@ -30,9 +30,10 @@ runs on a cursor of that connection (thread-safe).  With
 ``LoadedTables(prepare=True)`` (a service snapshot, queried again and again)
 a count-only plan without a row filter also reads the (unit, group) pairs
 with their codes, materialised once per (privacy unit, group columns)
-(:func:`~privloss.query.engines._sql.coded_pairs_sql`), so a release only
-draws its keyed group choice and counts: the same statistics as from the
-rows (the same SQL after the pairs), for every seed.
+(:func:`~privloss.query.engines._sql.coded_pairs_sql`, numbered in the
+choice's tie order), so a release only draws its keyed group choice (one
+top-n aggregation over the pairs instead of two sorts) and counts: the same
+statistics as from the rows, for every seed.
 
 Isolation: no caller text enters our SQL (only our names and integers
 formatted by Python).  Files and frames are read on a private connection that
@@ -390,10 +391,11 @@ def prepare(plan: QueryPlan) -> None:
 
 
 def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_source",
-                 coded_source: str | None = None):
+                 coded_source=None):
     """The :class:`~privloss.query.engines._sql.BoundedSql` of ``plan`` over a
     view ``source_name`` with columns u, g.., v.. of the given kinds
-    (``coded_source``: the table of its coded pairs, count-only plans)."""
+    (``coded_source``: the :class:`~._loaded.CodedPairs` of its coded pairs,
+    count-only plans)."""
     groups = len(plan.by)
     group_integer = groups == 1 and kinds[1] == "integer"
     key_texts = None if plan.keys is None else [tuple(map(str, k)) for k in plan.keys]
@@ -407,7 +409,9 @@ def compile_plan(plan: QueryPlan, kinds: list, source_name: str = "privloss_sour
         group_key=SelectionKey.from_seed(plan.seed),
         row_key=SelectionKey.from_seed(plan.seed + ROW_SEED_OFFSET),
         quantile_columns=[plan.value_columns.index(c) for c in plan.quantile_columns],
-        bins=plan.quantile_bins, top=plan.top, coded_source=coded_source,
+        bins=plan.quantile_bins, top=plan.top,
+        coded_source=None if coded_source is None else coded_source.name,
+        coded_pairs=None if coded_source is None else coded_source.rows,
         rank_thresholds={plan.value_columns.index(c): tuple(t)
                          for c, t in plan.rank_thresholds.items()})
 
@@ -420,32 +424,38 @@ def statistics_of(plan: QueryPlan, rows: list, histograms: dict | None = None,
     into numbers)."""
     groups, values = len(plan.by), plan.value_columns
     width = 2 * len(values)
+    quantiles, topped = plan.quantile_columns, plan.top is not None
+    # per plan, not per row (a top-k's d_bar rows): the rank columns in index order,
+    # the group columns to turn back into numbers
+    ranked = [(column, len(plan.rank_thresholds[column]))
+              for _, column in sorted((values.index(c), c) for c in plan.rank_thresholds)]
+    floated = tuple(f"g{i}" in floats for i in range(groups))
+    indexed = list(enumerate(values))
     out, total = [], 0
     for row in rows:
         row = tuple(row)
-        if plan.top is not None:
+        if topped:
             total, row = int(row[-1]), row[:-1]
-        raw = tuple(row[:groups])
-        group = tuple(number_label(value) if f"g{i}" in floats else value
-                      for i, value in enumerate(raw))
+        raw = row[:groups]
+        group = tuple(number_label(value) if floated[i] else value
+                      for i, value in enumerate(raw)) if any(floated) else raw
         rest = row[groups + 2:]
         if histograms is None:
             bins = {column: {int(b): int(c) for b, c in dict(rest[width + j] or {}).items()
                              if b is not None}
-                    for j, column in enumerate(plan.quantile_columns)}
+                    for j, column in enumerate(quantiles)}
         else:
             bins = {column: histograms.get((values.index(column), raw), {})
-                    for column in plan.quantile_columns}
-        at = width + (len(plan.quantile_columns) if histograms is None else 0)
+                    for column in quantiles}
+        at = width + (len(quantiles) if histograms is None else 0)
         ranks = {}
-        for index, column in sorted((values.index(c), c) for c in plan.rank_thresholds):
-            size = len(plan.rank_thresholds[column])
+        for column, size in ranked:
             ranks[column] = [int(c) for c in rest[at:at + size]]
             at += size
         out.append({"group": group, "distinct": int(row[groups]), "rows": int(row[groups + 1]),
                     "ranks": ranks,
-                    "sum": {v: int(rest[2 * i] or 0) for i, v in enumerate(values)},
-                    "nonnull": {v: int(rest[2 * i + 1]) for i, v in enumerate(values)},
+                    "sum": {v: int(rest[2 * i] or 0) for i, v in indexed},
+                    "nonnull": {v: int(rest[2 * i + 1]) for i, v in indexed},
                     "bins": bins})
     return GroupStatistics(out, total if plan.top is not None else len(out))
 
