@@ -208,6 +208,9 @@ def plain_process():
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always")
+            # a plain process never shows ResourceWarning (ignored by default); here
+            # one comes from objects of earlier tests collected at random moments
+            warnings.simplefilter("ignore", ResourceWarning)
             warnings.showwarning = show
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 yield out, err
