@@ -119,8 +119,8 @@ class AccuracyPlan:
 # subjects: epsilon -> accuracy
 # ----------------------------------------------------------------------------------
 
-class _ByEpsilon:
-    """A subject whose knob is epsilon itself."""
+class ByEpsilon:
+    """A subject whose knob is epsilon itself (the rollup's subject derives from it too)."""
 
     @property
     def epsilon_range(self) -> tuple:
@@ -139,7 +139,7 @@ class _ByEpsilon:
         return epsilon
 
 
-class _Release(_ByEpsilon):
+class _Release(ByEpsilon):
     """A top-k / histogram request."""
 
     def __init__(self, request):
@@ -305,7 +305,7 @@ class _Aggregate:
         raise ArithmeticError("the calibration does not reach the planned accuracy")
 
 
-class _Running(_ByEpsilon):
+class _Running(ByEpsilon):
     """A running total: ``parameters`` as :func:`make_running_request`'s."""
 
     command = "running"

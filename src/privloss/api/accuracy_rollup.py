@@ -41,10 +41,12 @@ One :func:`~privloss.releases.rollup.plan_rollup` per epsilon tried (about
 
 from __future__ import annotations
 
+from privloss.api.accuracy_plan import ByEpsilon
+
 __all__ = ["RollupSubject"]
 
 
-class RollupSubject:
+class RollupSubject(ByEpsilon):
     """epsilon -> a rollup's half-widths / selection (module docstring)."""
 
     command = "rollup"
@@ -56,22 +58,6 @@ class RollupSubject:
         self.parameters = dict(parameters)
         self.base = make_rollup(epsilon=1.0, **self.parameters)      # every parameter checked
         self._queries = {}
-
-    @property
-    def epsilon_range(self) -> tuple:
-        return self.range
-
-    def guess(self) -> float:
-        return 1.0
-
-    def epsilon_of(self, epsilon: float) -> float:
-        return epsilon
-
-    def knob_of(self, epsilon: float) -> float:
-        return epsilon
-
-    def settle(self, epsilon: float, meets) -> float:
-        return epsilon
 
     def check_goal(self, target_half_width, min_release_users) -> None:
         """Refuse a goal this rollup cannot plan for (before any search)."""
