@@ -231,28 +231,47 @@ def _preview(state, dataset, analyst, command: str, parameters: dict) -> dict:
     from privloss.service.routes import call_ledger, dataset_entry
     from privloss.service.sql_route import plan_sql
 
+    from privloss.service.accuracy_goals import answered
+
     before = call_ledger(dataset_entry, state, analyst, dataset)["budget"]
+    snapshot = state.snapshots.latest(dataset)
+    body, goal_plan, parameters = _goal_planned(state, dataset, command, parameters, snapshot)
     if command == "sql":
-        plan = plan_sql(state.ledger, dataset, analyst, parameters,
-                        snapshot=state.snapshots.latest(dataset))
+        plan = answered(goal_plan, plan_sql, state.ledger, dataset, analyst, body,
+                        snapshot=snapshot)
     elif command == "running":
         from privloss.service.running_route import plan_running
 
-        plan = plan_running(state.ledger, dataset, analyst, parameters,
-                            snapshot=state.snapshots.latest(dataset))
+        plan = answered(goal_plan, plan_running, state.ledger, dataset, analyst, body,
+                        snapshot=snapshot)
         # one event, calibrated to exactly the asked budget (privloss.api.running)
         plan["guarantee"] = {"epsilon": parameters["epsilon"],
                              "delta": parameters.get("delta", 0.0),
                              "bound": "one binary-tree release"}
     else:
-        plan = call_ledger(plan_release, state.ledger, dataset, analyst, command, parameters)
+        plan = answered(goal_plan, call_ledger, plan_release, state.ledger, dataset, analyst,
+                        command, body)
     events = call_ledger(release_events, dataset, command, parameters)
     plan = {**plan, "cost": cost_explanation(events, plan["guarantee"], plan["verdict"],
                                              before["dataset"]["spent_epsilon"],
                                              before["interaction"]),
+            "epsilon": parameters["epsilon"],
             "accuracy_query": urlencode(_image_form(command, parameters)),
             "accuracy_lines": _accuracy_lines(dataset, command, parameters)}
     return plan
+
+
+def _goal_planned(state, dataset, command: str, parameters: dict, snapshot) -> tuple:
+    """``(body, plan, parameters)``: for a form with a goal
+    (``target_half_width`` / ``min_release_users``), the JSON routes' body at
+    the planned epsilon, its plan (:func:`privloss.service.accuracy_goals.planned`:
+    public parameters only, nothing read or charged) and the same parameters
+    without the goal (what the cost, the accuracy lines and the image explain);
+    for a form with an epsilon, ``(parameters, None, parameters)``."""
+    from privloss.service.accuracy_goals import GOALS, planned
+
+    body, plan = planned(command, dataset, parameters, snapshot)
+    return body, plan, {key: value for key, value in body.items() if key not in GOALS}
 
 
 def _accuracy_lines(dataset, command: str, parameters: dict) -> list:
@@ -292,18 +311,23 @@ def _release(state, dataset, analyst, command: str, parameters: dict) -> dict:
     from privloss.service.routes import call_ledger
     from privloss.service.sql_route import run_sql
 
+    from privloss.service.accuracy_goals import answered
+
     snapshot = state.snapshots.current(dataset)       # before the charge
+    body, goal_plan, parameters = _goal_planned(state, dataset, command, parameters, snapshot)
     if command == "sql":
-        result = run_sql(state.ledger, dataset, analyst, parameters, snapshot=snapshot)
+        result = answered(goal_plan, run_sql, state.ledger, dataset, analyst, body,
+                          snapshot=snapshot)
         empty = not result.get("rows")
     elif command == "running":
         from privloss.service.running_route import run_running
 
-        result = run_running(state.ledger, dataset, analyst, parameters, snapshot=snapshot)
+        result = answered(goal_plan, run_running, state.ledger, dataset, analyst, body,
+                          snapshot=snapshot)
         empty = False           # every period has a total, zero or not
     else:
-        result = call_ledger(run_release, state.ledger, dataset, analyst, command, parameters,
-                             snapshot=snapshot)
+        result = answered(goal_plan, call_ledger, run_release, state.ledger, dataset, analyst,
+                          command, body, snapshot=snapshot)
         empty = not result.get("items")
     result = {**result, "command": command}
     if empty:
