@@ -262,6 +262,7 @@ def test_topk_by_target_half_width_previews_free_then_releases_at_the_planned_ep
     epsilon, words = _goal(preview.text, "goal")
     assert "a 95% half-width of at most 200" in words and "nothing read or charged" in words
     assert "half-width" in words.split("charged)", 1)[1]             # the plan's own text
+    assert 'id="accuracy-lines"' not in preview.text          # said once, in the plan's box
     assert f"for epsilon {epsilon:.6g}" in _text(preview.text)       # the cost explained at it
     assert "this release alone: epsilon" in _text(preview.text)
     image = re.search(r'id="accuracy" src="([^"]+)"', preview.text).group(1)
