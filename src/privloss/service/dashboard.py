@@ -23,7 +23,13 @@ charges what it charges and a plot of accuracy against epsilon
 (:func:`privloss.api.accuracy_plan.accuracy_figure`, planned by
 :mod:`privloss.service.dashboard_explain`); the second button, shown with a
 preview that fits, releases; an empty answer is explained from its public
-threshold.  Then my release history with receipts.
+threshold.  Every form plans by ``epsilon`` or, instead, by a target 95%
+half-width or (thresholded releases) the fewest users released: the epsilon is
+then planned from public parameters with the JSON routes' own
+:func:`privloss.service.accuracy_goals.planned` (nothing read or charged),
+the preview and the answer show the plan's words (``accuracy.text``) and the
+cost and the accuracy plot are those of the planned epsilon.  Then my release
+history with receipts.
 
 The dashboard is a surface only: the preview and release call the same
 functions as the JSON routes (``plan_release`` / ``run_release``,
