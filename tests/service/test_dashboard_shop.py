@@ -250,6 +250,10 @@ def test_sql_form_by_a_goal(shop, form, goal, words):
     epsilon = _planned_epsilon(preview.text, "goal")
     assert words in _section(preview.text, "goal")
     assert f"for epsilon {epsilon:.6g}" in _text(preview.text)
+    image = re.search(r'id="accuracy" src="([^"]+)"', preview.text)
+    if image:               # (none for a ROLLUP) the plot of the planned epsilon and split
+        png = client.get(image.group(1).replace("&amp;", "&"))
+        assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
     assert ledger.show("shop")["releases"] == 0                      # a preview is free
     page = client.post("/datasets/shop/release", data={**form, "csrf": csrf})
     assert page.status_code == 200, _text(page.text)[:600]

@@ -241,7 +241,8 @@ def _preview(state, dataset, analyst, command: str, parameters: dict) -> dict:
 
     before = call_ledger(dataset_entry, state, analyst, dataset)["budget"]
     snapshot = state.snapshots.latest(dataset)
-    body, goal_plan, parameters = _goal_planned(state, dataset, command, parameters, snapshot)
+    asked = parameters          # the image plans a goal again (a group-by's split too)
+    body, goal_plan, parameters = _goal_planned(dataset, command, parameters, snapshot)
     if command == "sql":
         plan = answered(goal_plan, plan_sql, state.ledger, dataset, analyst, body,
                         snapshot=snapshot)
@@ -262,12 +263,12 @@ def _preview(state, dataset, analyst, command: str, parameters: dict) -> dict:
                                              before["dataset"]["spent_epsilon"],
                                              before["interaction"]),
             "epsilon": parameters["epsilon"],
-            "accuracy_query": urlencode(_image_form(command, parameters)),
+            "accuracy_query": urlencode(_image_form(command, asked)),
             "accuracy_lines": _accuracy_lines(dataset, command, parameters)}
     return plan
 
 
-def _goal_planned(state, dataset, command: str, parameters: dict, snapshot) -> tuple:
+def _goal_planned(dataset, command: str, parameters: dict, snapshot=None) -> tuple:
     """``(body, plan, parameters)``: for a form with a goal
     (``target_half_width`` / ``min_release_users``), the JSON routes' body at
     the planned epsilon, its plan (:func:`privloss.service.accuracy_goals.planned`:
@@ -320,7 +321,7 @@ def _release(state, dataset, analyst, command: str, parameters: dict) -> dict:
     from privloss.service.accuracy_goals import answered
 
     snapshot = state.snapshots.current(dataset)       # before the charge
-    body, goal_plan, parameters = _goal_planned(state, dataset, command, parameters, snapshot)
+    body, goal_plan, parameters = _goal_planned(dataset, command, parameters, snapshot)
     if command == "sql":
         result = answered(goal_plan, run_sql, state.ledger, dataset, analyst, body,
                           snapshot=snapshot)
@@ -456,7 +457,8 @@ def accuracy_chart(request: Request, name: str):
 def accuracy_png(dataset, form: dict) -> bytes:
     """The accuracy-against-epsilon image of a form's query (422 for a bad
     one, 404 for a ROLLUP): :func:`privloss.api.accuracy_plan.accuracy_figure`
-    of its plan at the form's epsilon."""
+    of its plan at the form's epsilon, or at the epsilon (and split) planned
+    for the form's goal."""
     from privloss.api.accuracy_plan import accuracy_figure
     from privloss.service.dashboard_explain import accuracy_plan
     from privloss.service.dashboard_forms import form_parameters
@@ -466,6 +468,8 @@ def accuracy_png(dataset, form: dict) -> bytes:
         command, parameters = form_parameters(form)
     except ValueError as error:
         raise ServiceError(422, str(error), outcome="bad-parameters") from None
+    # a goal: its planned epsilon (and a group-by's planned split), as in the preview
+    _, _, parameters = _goal_planned(dataset, command, parameters)
     try:
         plan = call_ledger(accuracy_plan, dataset, command, parameters)
     except (ValueError, ArithmeticError) as error:
