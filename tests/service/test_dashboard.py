@@ -243,3 +243,90 @@ def test_sql_form_with_bounds_keys_and_aggregates(tmp_path):
         table = _text(re.search(r'(?s)id="result">(.*?)</table>', page.text).group(1))
         assert set(re.findall(r"\b(US|IN|BR)\b", table)) == {"US", "IN", "BR"}
         assert table.count("rank error") == 3 and "[, ]" not in table
+
+
+def _goal(html: str, element_id: str) -> tuple[float, str]:
+    """(the planned epsilon, the plan's words) of the #goal / #release-goal box."""
+    box = _section(html, element_id)
+    found = re.search(r"planned epsilon ([0-9.e+-]+)", box)
+    assert found, box
+    return float(found.group(1)), box
+
+
+def test_topk_by_target_half_width_previews_free_then_releases_at_the_planned_epsilon(
+        signed_in):
+    client, csrf, ledger = signed_in
+    form = {**TOPK, "epsilon": "", "plan_by": "target_half_width", "target_half_width": "200"}
+    preview = client.post("/datasets/views/preview", data={**form, "csrf": csrf})
+    assert preview.status_code == 200, _text(preview.text)[:600]
+    epsilon, words = _goal(preview.text, "goal")
+    assert "a 95% half-width of at most 200" in words and "nothing read or charged" in words
+    assert "half-width" in words.split("charged)", 1)[1]             # the plan's own text
+    assert 'id="accuracy-lines"' not in preview.text          # said once, in the plan's box
+    assert f"for epsilon {epsilon:.6g}" in _text(preview.text)       # the cost explained at it
+    assert "this release alone: epsilon" in _text(preview.text)
+    image = re.search(r'id="accuracy" src="([^"]+)"', preview.text).group(1)
+    assert "target_half_width=200" in image and "epsilon" not in image    # planned again
+    png = client.get(image.replace("&amp;", "&"))
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+    assert ledger.show("views")["releases"] == 0                      # a preview is free
+    # the release button resends the goal (re-planned: the same epsilon)
+    hidden = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">',
+                             re.search(r'(?s)id="release-form"(.*?)</form>',
+                                       preview.text).group(1)))
+    assert hidden["plan_by"] == "target_half_width" and hidden["target_half_width"] == "200"
+    page = client.post("/datasets/views/release", data=hidden)
+    assert page.status_code == 200 and "Release #1" in page.text, _text(page.text)[:600]
+    assert _goal(page.text, "release-goal")[0] == epsilon
+    assert ledger.show("views")["releases"] == 1
+    assert f"epsilon {epsilon}" in _text(client.get("/datasets/views").text)   # history
+    # the same goal again: the stored answer, free
+    again = client.post("/datasets/views/release", data=hidden)
+    assert "(stored answer, free)" in again.text and ledger.show("views")["releases"] == 1
+
+
+def test_histogram_by_min_release_users(signed_in):
+    client, csrf, ledger = signed_in
+    form = {"command": "histogram", "column": "country", "epsilon": "0.3", "delta": "1e-7",
+            "l0": "3", "plan_by": "min_release_users", "min_release_users": "400"}
+    preview = client.post("/datasets/views/preview", data={**form, "csrf": csrf})
+    assert preview.status_code == 200, _text(preview.text)[:600]
+    epsilon, words = _goal(preview.text, "goal")
+    assert "a group of 400 distinct users to be released" in words
+    assert epsilon != 0.3                          # the epsilon field is not read
+    assert 'id="histogram-by-users" checked' in preview.text      # the choice is kept
+    assert ledger.show("views")["releases"] == 0
+
+
+@pytest.mark.parametrize("form, words", [
+    ({"plan_by": "target_half_width", "target_half_width": ""},
+     "target_half_width: a target 95% half-width is required"),
+    ({"plan_by": "epsilon", "epsilon": "", "target_half_width": "50"},
+     "epsilon: an epsilon is required"),
+    ({"target_half_width": "50"}, "target_half_width and epsilon: give exactly one"),
+    ({"epsilon": ""}, "epsilon is required (or target_half_width"),
+    ({"epsilon": "", "target_half_width": "50", "min_release_users": "9"},
+     "min_release_users and target_half_width: give exactly one"),
+    ({"plan_by": "min_release_users", "min_release_users": "0"}, "min_release_users"),
+    ({"plan_by": "target_half_width", "target_half_width": "-1"}, "target_half_width"),
+    ({"plan_by": "target_half_width", "target_half_width": "x"},
+     "target_half_width must be a number"),
+    ({"plan_by": "delta"}, "plan_by must be one of epsilon, target_half_width"),
+])
+def test_plan_by_needs_exactly_one_of_epsilon_and_the_goals(signed_in, form, words):
+    client, csrf, ledger = signed_in
+    for action in ("preview", "release"):
+        page = client.post(f"/datasets/views/{action}", data={**TOPK, **form, "csrf": csrf})
+        assert page.status_code == 422, _text(page.text)[:300]
+        assert words in _text(re.search(r'(?s)id="error">(.*?)</p>', page.text).group(1))
+    assert ledger.show("views")["releases"] == 0
+
+
+def test_epsilon_is_still_the_default_choice(signed_in):
+    client, _, _ = signed_in
+    page = client.get("/datasets/views").text
+    for prefix in ("topk", "histogram", "sql", "running"):
+        assert f'id="{prefix}-by-epsilon" checked' in page
+        assert f'id="{prefix}-target"' in page
+    assert 'id="running-users"' not in page            # running totals have no threshold
+    assert 'id="sql-users"' in page and "<script>" not in page

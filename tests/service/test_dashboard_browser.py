@@ -311,3 +311,43 @@ def test_rollup_and_running_totals_forms(tmp_path, browser):
         _shot(browser, tmp_path, "dashboard-running")
     finally:
         server.stop()
+
+
+def test_plan_by_a_target_half_width(tmp_path, browser):
+    """Typing a target 95% half-width chooses "plan by: target" (the static
+    script), the preview shows the planned epsilon with the plan's words and
+    the accuracy plot at it, and the release spends that epsilon."""
+    from selenium.webdriver.common.by import By
+
+    from privloss.service.config import load_config
+
+    path = write_config(tmp_path)
+    tokens = issue_tokens(load_config(path))
+    server = ServerProcess(path).start()
+    try:
+        browser.set_window_size(1280, 1900)
+        browser.get(server.url + "/")
+        browser.find_element(By.ID, "token").send_keys(tokens["alice"])
+        _click_and_wait(browser, browser.find_element(By.ID, "signin"))
+        _click_and_wait(browser, browser.find_element(By.ID, "open-views"))
+        browser.find_element(By.ID, "topk-column").send_keys("country")
+        assert browser.find_element(By.ID, "topk-by-epsilon").is_selected()
+        browser.find_element(By.ID, "topk-target").send_keys("200")
+        assert browser.find_element(By.ID, "topk-by-target").is_selected()   # the script
+        _click_and_wait(browser, browser.find_element(By.ID, "preview"))
+        goal = browser.find_element(By.ID, "goal").text
+        found = re.search(r"planned epsilon ([0-9.e+-]+)", goal)
+        assert found and "a 95% half-width of at most 200" in goal, goal
+        epsilon = float(found.group(1))
+        assert f"for epsilon {epsilon:.6g}" in browser.find_element(By.ID, "cost").text
+        assert _share(browser, "budget-mine-epsilon") == 0.0            # a preview is free
+        assert _image_loaded(browser, "accuracy") > 200
+        plan = browser.find_element(By.ID, "plan")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", plan)
+        _shot(browser, tmp_path, "dashboard-target", plan)
+        _click_and_wait(browser, browser.find_element(By.ID, "release"))
+        assert "Release #1" in browser.find_element(By.ID, "result").text
+        assert f"planned epsilon {epsilon:.6g}" in browser.find_element(By.ID, "release-goal").text
+        assert _share(browser, "budget-mine-epsilon") > 0
+    finally:
+        server.stop()

@@ -226,3 +226,64 @@ def test_bad_running_forms_are_refused_before_any_charge(shop, change, status, w
     assert ledger.show("shop")["releases"] == 0
     for action in ("preview", "release"):                   # and the CSRF token is needed
         assert client.post(f"/datasets/shop/{action}", data=RUNNING).status_code == 403
+
+
+def _planned_epsilon(html: str, element_id: str) -> float:
+    found = re.search(r"planned epsilon ([0-9.e+-]+)", _section(html, element_id))
+    assert found, _text(html)[:600]
+    return float(found.group(1))
+
+
+@pytest.mark.parametrize("form, goal, words", [
+    ({**JOIN, "query": "SELECT country, COUNT(*), SUM(amount) FROM shop GROUP BY country",
+      "bounds": "amount=0:50", "keys": "DE, US"}, {"target_half_width": "400"},
+     "a 95% half-width of at most 400"),
+    ({**ROLLUP, "delta": "0", "keys": "DE|mobile, DE|web, US|mobile, US|web"},
+     {"target_half_width": "400"}, "a 95% half-width of at most 400"),
+    (ROLLUP, {"min_release_users": "300"}, "a group of 300 distinct users to be released"),
+], ids=["group-by", "rollup-keys", "rollup-min-users"])
+def test_sql_form_by_a_goal(shop, form, goal, words):
+    client, csrf, ledger = shop
+    form = {**form, "epsilon": "", "plan_by": next(iter(goal)), **goal}
+    preview = client.post("/datasets/shop/preview", data={**form, "csrf": csrf})
+    assert preview.status_code == 200, _text(preview.text)[:600]
+    epsilon = _planned_epsilon(preview.text, "goal")
+    assert words in _section(preview.text, "goal")
+    assert f"for epsilon {epsilon:.6g}" in _text(preview.text)
+    image = re.search(r'id="accuracy" src="([^"]+)"', preview.text)
+    if image:               # (none for a ROLLUP) the plot of the planned epsilon and split
+        png = client.get(image.group(1).replace("&amp;", "&"))
+        assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+    assert ledger.show("shop")["releases"] == 0                      # a preview is free
+    page = client.post("/datasets/shop/release", data={**form, "csrf": csrf})
+    assert page.status_code == 200, _text(page.text)[:600]
+    assert _planned_epsilon(page.text, "release-goal") == epsilon
+    intervals = [cell for row in _rows(page.text) for cell in row if cell.startswith("[")]
+    assert intervals
+    for interval in intervals:       # every released half-width meets the target
+        low, high = map(float, interval.strip("[]").split(","))
+        assert "target_half_width" not in goal or (high - low) / 2 <= 400 * (1 + 1e-6)
+    assert ledger.show("shop")["releases"] == 1
+
+
+def test_running_form_by_target_half_width(shop):
+    client, csrf, ledger = shop
+    form = {**RUNNING, "epsilon": "", "plan_by": "target_half_width",
+            "target_half_width": "60"}
+    preview = client.post("/datasets/shop/preview", data={**form, "csrf": csrf})
+    assert preview.status_code == 200, _text(preview.text)[:600]
+    epsilon = _planned_epsilon(preview.text, "goal")
+    found = re.search(r"to ±([0-9.]+) \(largest\)", _text(preview.text))
+    assert found and float(found.group(1)) <= 60
+    assert f"goes from 0 to {epsilon:.4g}" in _section(preview.text, "cost")
+    assert ledger.show("shop")["releases"] == 0
+    page = client.post("/datasets/shop/release", data={**form, "csrf": csrf})
+    assert page.status_code == 200, _text(page.text)[:600]
+    assert _planned_epsilon(page.text, "release-goal") == epsilon
+    assert ledger.show("shop")["releases"] == 1
+    # no threshold: min_release_users is not a running-totals choice
+    bad = client.post("/datasets/shop/preview",
+                      data={**form, "plan_by": "min_release_users", "csrf": csrf})
+    assert bad.status_code == 422 and "plan_by must be one of epsilon, target_half_width " \
+        "for running" in _text(bad.text)
+    assert ledger.show("shop")["releases"] == 1

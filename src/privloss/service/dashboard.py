@@ -23,7 +23,13 @@ charges what it charges and a plot of accuracy against epsilon
 (:func:`privloss.api.accuracy_plan.accuracy_figure`, planned by
 :mod:`privloss.service.dashboard_explain`); the second button, shown with a
 preview that fits, releases; an empty answer is explained from its public
-threshold.  Then my release history with receipts.
+threshold.  Every form plans by ``epsilon`` or, instead, by a target 95%
+half-width or (thresholded releases) the fewest users released: the epsilon is
+then planned from public parameters with the JSON routes' own
+:func:`privloss.service.accuracy_goals.planned` (nothing read or charged),
+the preview and the answer show the plan's words (``accuracy.text``) and the
+cost and the accuracy plot are those of the planned epsilon.  Then my release
+history with receipts.
 
 The dashboard is a surface only: the preview and release call the same
 functions as the JSON routes (``plan_release`` / ``run_release``,
@@ -231,28 +237,48 @@ def _preview(state, dataset, analyst, command: str, parameters: dict) -> dict:
     from privloss.service.routes import call_ledger, dataset_entry
     from privloss.service.sql_route import plan_sql
 
+    from privloss.service.accuracy_goals import answered
+
     before = call_ledger(dataset_entry, state, analyst, dataset)["budget"]
+    snapshot = state.snapshots.latest(dataset)
+    asked = parameters          # the image plans a goal again (a group-by's split too)
+    body, goal_plan, parameters = _goal_planned(dataset, command, parameters, snapshot)
     if command == "sql":
-        plan = plan_sql(state.ledger, dataset, analyst, parameters,
-                        snapshot=state.snapshots.latest(dataset))
+        plan = answered(goal_plan, plan_sql, state.ledger, dataset, analyst, body,
+                        snapshot=snapshot)
     elif command == "running":
         from privloss.service.running_route import plan_running
 
-        plan = plan_running(state.ledger, dataset, analyst, parameters,
-                            snapshot=state.snapshots.latest(dataset))
+        plan = answered(goal_plan, plan_running, state.ledger, dataset, analyst, body,
+                        snapshot=snapshot)
         # one event, calibrated to exactly the asked budget (privloss.api.running)
         plan["guarantee"] = {"epsilon": parameters["epsilon"],
                              "delta": parameters.get("delta", 0.0),
                              "bound": "one binary-tree release"}
     else:
-        plan = call_ledger(plan_release, state.ledger, dataset, analyst, command, parameters)
+        plan = answered(goal_plan, call_ledger, plan_release, state.ledger, dataset, analyst,
+                        command, body)
     events = call_ledger(release_events, dataset, command, parameters)
     plan = {**plan, "cost": cost_explanation(events, plan["guarantee"], plan["verdict"],
                                              before["dataset"]["spent_epsilon"],
                                              before["interaction"]),
-            "accuracy_query": urlencode(_image_form(command, parameters)),
+            "epsilon": parameters["epsilon"],
+            "accuracy_query": urlencode(_image_form(command, asked)),
             "accuracy_lines": _accuracy_lines(dataset, command, parameters)}
     return plan
+
+
+def _goal_planned(dataset, command: str, parameters: dict, snapshot=None) -> tuple:
+    """``(body, plan, parameters)``: for a form with a goal
+    (``target_half_width`` / ``min_release_users``), the JSON routes' body at
+    the planned epsilon, its plan (:func:`privloss.service.accuracy_goals.planned`:
+    public parameters only, nothing read or charged) and the same parameters
+    without the goal (what the cost, the accuracy lines and the image explain);
+    for a form with an epsilon, ``(parameters, None, parameters)``."""
+    from privloss.service.accuracy_goals import GOALS, planned
+
+    body, plan = planned(command, dataset, parameters, snapshot)
+    return body, plan, {key: value for key, value in body.items() if key not in GOALS}
 
 
 def _accuracy_lines(dataset, command: str, parameters: dict) -> list:
@@ -292,18 +318,23 @@ def _release(state, dataset, analyst, command: str, parameters: dict) -> dict:
     from privloss.service.routes import call_ledger
     from privloss.service.sql_route import run_sql
 
+    from privloss.service.accuracy_goals import answered
+
     snapshot = state.snapshots.current(dataset)       # before the charge
+    body, goal_plan, parameters = _goal_planned(dataset, command, parameters, snapshot)
     if command == "sql":
-        result = run_sql(state.ledger, dataset, analyst, parameters, snapshot=snapshot)
+        result = answered(goal_plan, run_sql, state.ledger, dataset, analyst, body,
+                          snapshot=snapshot)
         empty = not result.get("rows")
     elif command == "running":
         from privloss.service.running_route import run_running
 
-        result = run_running(state.ledger, dataset, analyst, parameters, snapshot=snapshot)
+        result = answered(goal_plan, run_running, state.ledger, dataset, analyst, body,
+                          snapshot=snapshot)
         empty = False           # every period has a total, zero or not
     else:
-        result = call_ledger(run_release, state.ledger, dataset, analyst, command, parameters,
-                             snapshot=snapshot)
+        result = answered(goal_plan, call_ledger, run_release, state.ledger, dataset, analyst,
+                          command, body, snapshot=snapshot)
         empty = not result.get("items")
     result = {**result, "command": command}
     if empty:
@@ -426,7 +457,8 @@ def accuracy_chart(request: Request, name: str):
 def accuracy_png(dataset, form: dict) -> bytes:
     """The accuracy-against-epsilon image of a form's query (422 for a bad
     one, 404 for a ROLLUP): :func:`privloss.api.accuracy_plan.accuracy_figure`
-    of its plan at the form's epsilon."""
+    of its plan at the form's epsilon, or at the epsilon (and split) planned
+    for the form's goal."""
     from privloss.api.accuracy_plan import accuracy_figure
     from privloss.service.dashboard_explain import accuracy_plan
     from privloss.service.dashboard_forms import form_parameters
@@ -436,6 +468,8 @@ def accuracy_png(dataset, form: dict) -> bytes:
         command, parameters = form_parameters(form)
     except ValueError as error:
         raise ServiceError(422, str(error), outcome="bad-parameters") from None
+    # a goal: its planned epsilon (and a group-by's planned split), as in the preview
+    _, _, parameters = _goal_planned(dataset, command, parameters)
     try:
         plan = call_ledger(accuracy_plan, dataset, command, parameters)
     except (ValueError, ArithmeticError) as error:

@@ -19,6 +19,15 @@ as in the ``/sql`` route), its ``keys`` field a comma-separated list where
 :class:`~privloss.service.running_route.RunningParameters`' checks
 (``sum_column``, ``low`` and ``high`` sent only with the statistic ``sum``).
 
+Every form asks for ``epsilon`` or, instead, ``target_half_width`` (the 95%
+half-width to reach) or, for a thresholded release (top-k, histogram, SQL;
+not running totals), ``min_release_users`` (:data:`GOALS`): the service then
+plans the epsilon (:mod:`privloss.service.accuracy_goals`).  The radio
+``plan_by`` says which of the three the form means (the other two fields are
+then ignored, as the browser still sends them); a form without ``plan_by``
+must give exactly one of them.  Either way a missing or doubled one is a
+``ValueError`` naming the field, before anything is planned or charged.
+
 Privacy guarantee
 -----------------
 None needed: public parameters only, checked before anything is charged or
@@ -31,27 +40,32 @@ O(size of the form).
 
 from __future__ import annotations
 
-__all__ = ["COMMANDS", "FIELDS", "form_parameters"]
+__all__ = ["COMMANDS", "FIELDS", "GOALS", "form_parameters"]
 
 #: the form kinds, in the order the page shows them
 COMMANDS = ("topk", "histogram", "sql", "running")
 
 #: the fields each form sends (everything else posted is ignored)
 FIELDS = {
-    "topk": ("column", "epsilon", "delta", "k", "l0", "linf", "d_bar", "domain", "algorithm",
+    "topk": ("column", "epsilon", "target_half_width", "min_release_users", "delta", "k", "l0", "linf", "d_bar", "domain", "algorithm",
              "label"),
-    "histogram": ("column", "epsilon", "delta", "l0", "linf", "domain", "noise", "label"),
-    "sql": ("query", "epsilon", "delta", "bounds", "max_groups", "max_rows_per_group", "keys",
+    "histogram": ("column", "epsilon", "target_half_width", "min_release_users", "delta", "l0", "linf", "domain", "noise", "label"),
+    "sql": ("query", "epsilon", "target_half_width", "min_release_users", "delta", "bounds", "max_groups", "max_rows_per_group", "keys",
             "noise", "consistent", "label"),
     "running": ("time_column", "period", "start", "end", "statistic", "sum_column", "low", "high",
-                "max_periods_per_unit", "max_rows_per_period", "epsilon", "delta", "noise",
-                "label"),
+                "max_periods_per_unit", "max_rows_per_period", "epsilon", "target_half_width", "delta",
+                "noise", "label"),
 }
 
 #: the running form's fields that only a sum uses (dropped for the other statistics)
 _SUM_ONLY = ("sum_column", "low", "high")
 
-_NUMBERS = {"epsilon": float, "delta": float, "k": int, "l0": int, "linf": int, "d_bar": int,
+#: what a form may plan by instead of an epsilon, per kind (running totals
+#: have no threshold, so no ``min_release_users``)
+GOALS = {command: tuple(key for key in ("epsilon", "target_half_width", "min_release_users")
+                        if key in FIELDS[command]) for command in COMMANDS}
+
+_NUMBERS = {"epsilon": float, "target_half_width": float, "min_release_users": int, "delta": float, "k": int, "l0": int, "linf": int, "d_bar": int,
             "max_groups": int, "max_rows_per_group": int, "low": int, "high": int,
             "max_periods_per_unit": int, "max_rows_per_period": int}
 
@@ -97,10 +111,16 @@ def form_parameters(form) -> tuple[str, dict]:
     command = _text(form, "command") or "topk"
     if command not in COMMANDS:
         raise ValueError(f"command must be one of {', '.join(COMMANDS)}, got {command[:64]!r}")
+    plan_by = _text(form, "plan_by")
+    if plan_by and plan_by not in GOALS[command]:
+        raise ValueError(f"plan_by must be one of {', '.join(GOALS[command])} for {command}, "
+                         f"got {plan_by[:64]!r}")
     parameters: dict = {}
     for key in FIELDS[command]:
         if key in _SUM_ONLY and _text(form, "statistic") != "sum":
             continue
+        if plan_by and key in GOALS[command] and key != plan_by:
+            continue            # the radio chose another of the three
         if key in _NUMBERS:
             value = _number(form, key)
         elif key == "domain":
@@ -118,7 +138,14 @@ def form_parameters(form) -> tuple[str, dict]:
             value = _text(form, key) or None
         if value is not None:
             parameters[key] = value
+    if plan_by and plan_by not in parameters:
+        raise ValueError(f"{plan_by}: {_GOAL_WORDS[plan_by]} is required (chosen under "
+                         f"'plan by'; or choose another)")
     return command, _checked(command, parameters)
+
+
+_GOAL_WORDS = {"epsilon": "an epsilon", "target_half_width": "a target 95% half-width",
+               "min_release_users": "a number of users"}
 
 
 def _checked(command: str, parameters: dict) -> dict:
@@ -131,8 +158,11 @@ def _checked(command: str, parameters: dict) -> dict:
     from privloss.service.running_route import RunningParameters
 
     model = {"sql": SqlParameters, "running": RunningParameters}.get(command, QueryParameters)
-    if "epsilon" not in parameters:       # the forms ask for an epsilon (no goal field)
-        raise ValueError("epsilon: Field required")
+    from privloss.api.accuracy_target import goal_of
+
+    # exactly one of epsilon, target_half_width, min_release_users (naming the field)
+    goal_of(*(parameters.get(key) for key in ("epsilon", "target_half_width",
+                                              "min_release_users")))
     try:
         return model.model_validate(parameters).model_dump(exclude_none=True)
     except ValidationError as error:

@@ -27,9 +27,24 @@ function showBusy(form) {
   window.setInterval(tick, 250);
 }
 
+// "plan by": typing in the epsilon, target half-width or min-users field
+// chooses its radio (the server reads only the chosen field).
+function choosePlanBy(fieldset) {
+  for (const label of fieldset.querySelectorAll("label")) {
+    const radio = label.querySelector("input[type=radio]");
+    const field = label.querySelector("input:not([type=radio])");
+    if (radio && field) {
+      field.addEventListener("input", () => { radio.checked = true; });
+    }
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   for (const form of document.querySelectorAll("form[data-busy]")) {
     form.addEventListener("submit", () => showBusy(form));
+  }
+  for (const fieldset of document.querySelectorAll("fieldset.plan-by")) {
+    choosePlanBy(fieldset);
   }
 });
 
