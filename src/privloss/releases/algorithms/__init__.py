@@ -34,6 +34,9 @@ Example::
 
 # names are loaded with their module on first use (privloss._lazy): a group-by's
 # calibration reads _calibrate / _noise only, not every algorithm (and SciPy)
+import sys
+import types
+
 from privloss._lazy import lazy_exports
 
 _EXPORTS = {
@@ -52,6 +55,22 @@ _EXPORTS = {
                                                      "unknown_laplace"),
 }
 __getattr__, __dir__, _ = lazy_exports("privloss.releases.algorithms", _EXPORTS)
+
+#: submodules named as the function they export: the package attribute is the
+#: function (as when this package imported them all), not the module that the
+#: import system sets on the package when it loads one
+_SHADOWED = ("known_gumbel", "known_laplace", "unknown_gumbel", "unknown_laplace")
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name, value):
+        if name in _SHADOWED and isinstance(value, types.ModuleType) \
+                and value.__name__ == f"{__name__}.{name}":
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "known_laplace", "known_gumbel", "unknown_laplace", "unknown_gumbel", "known_gaussian",
