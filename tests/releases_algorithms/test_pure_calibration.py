@@ -107,3 +107,24 @@ def test_a_refused_pure_answer_falls_back_to_the_search(monkeypatch):
     x, result = _calibrate.largest_meeting(lambda x: (DiscreteLaplace(1 / x, 1),), 1.0, 0.0,
                                            guess=1.0)
     assert len(calls) == 2 and result.epsilon <= 1.0 and x == pytest.approx(1.0, rel=1e-5)
+
+
+@pytest.mark.parametrize("events", [
+    (BoundedRange(0.07, count=10), DiscreteLaplace(14.3, 1, count=10), ApproxDP(0.0, 5e-7)),
+    (DiscreteLaplace(3.0, 2, count=4),),
+    (BoundedRange(0.2, count=3), PureDP(0.1, count=2)),
+    (DiscreteGaussian(4.0, 1, count=5), BoundedRange(0.1, count=2)),
+])
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+def test_meets_epsilon_is_the_accountants_comparison(events, delta):
+    """The search's early-stopping comparison says what the full accountant's
+    minimum says, at targets around that minimum."""
+    from privloss.accounting import PrivacyAccountant
+    from privloss.accounting.accountant import meets_epsilon
+
+    value = PrivacyAccountant(events, candidates=_calibrate.SEARCH_CANDIDATES) \
+        .epsilon(delta).value
+    for target in (value * 0.9, math.nextafter(value, 0.0), value,
+                   math.nextafter(value, math.inf), value * 1.1):
+        assert meets_epsilon(events, target, delta, "adaptive", _calibrate.SEARCH_ORDER) == \
+            (value <= target)
