@@ -132,7 +132,7 @@ def _settled_by(candidate: Candidate, row: BoundResult, profile: Profile,
 
 
 def _evaluate(profile: Profile, interaction: Interaction, target: str, target_value: float,
-              candidates: tuple[Candidate, ...]) -> AccountingResult:
+              candidates: tuple[Candidate, ...], stop_at: float | None = None) -> AccountingResult:
     if profile.has_non_private:
         worst = math.inf if target == "delta" else 1.0
         return AccountingResult(target, target_value, worst, "non-private", ())
@@ -158,6 +158,9 @@ def _evaluate(profile: Profile, interaction: Interaction, target: str, target_va
             continue
         row = _answer(candidate, profile, target, target_value)
         rows.append(row)
+        if stop_at is not None and row.applies and row.value <= stop_at:
+            # a valid bound at or below stop_at: so is the minimum (meets_epsilon)
+            return AccountingResult(target, target_value, row.value, row.name, tuple(rows))
         settled = _settled_by(candidate, row, profile, interaction, target)
     ordered = _sorted(rows)
     best = next((row for row in ordered if row.applies), None)
@@ -165,6 +168,22 @@ def _evaluate(profile: Profile, interaction: Interaction, target: str, target_va
         worst = math.inf if target == "delta" else 1.0
         return AccountingResult(target, target_value, worst, "none", ordered)
     return AccountingResult(target, target_value, best.value, best.name, ordered)
+
+
+def meets_epsilon(events, target_epsilon: float, target_delta: float, interaction,
+                  candidates: tuple[Candidate, ...] = CANDIDATES) -> bool:
+    """Whether the tightest valid epsilon of ``events`` at ``target_delta`` (the
+    :class:`PrivacyAccountant`'s answer over ``candidates``) is at most
+    ``target_epsilon``, evaluating no more bounds than it needs: the minimum
+    is at most the target exactly when one valid bound is, so the bounds are
+    evaluated in the accountant's order (exact optima first, then
+    ``candidates``' order) up to the first at or below the target; a "no"
+    evaluates them all, as the accountant does.  Used by calibration
+    searches, which need only this comparison."""
+    delta = check_probability("target_delta", target_delta)
+    result = _evaluate(Profile.of(events), Interaction.parse(interaction), "delta", delta,
+                       tuple(candidates), stop_at=target_epsilon)
+    return result.value <= target_epsilon
 
 
 def epsilon_of_profile(profile: Profile, interaction: Interaction, target_delta: float,

@@ -94,9 +94,11 @@ def sql_parameters(query: str, *, tables: dict, privacy_unit: str, bounds: dict 
                                  f"{sorted(tables)}, public: {sorted(public)})")
     aliases = {parsed.alias: parsed.table, **{j.alias: j.table for j in parsed.joins}}
     known = dict(schemas or {})
-    schemas = {alias: tuple(known[table]) if table in known else
-               tuple(engines.columns(declared[table], engine))
-               for alias, table in aliases.items()}
+    unread = [table for table in dict.fromkeys(aliases.values()) if table not in known]
+    if unread:      # every schema on one connection
+        known.update(zip(unread, engines.columns_of_tables([declared[t] for t in unread],
+                                                           engine)))
+    schemas = {alias: tuple(known[table]) for alias, table in aliases.items()}
     private = {alias for alias, table in aliases.items() if table in tables}
     sources = {alias: declared[table] for alias, table in aliases.items()}
     if not any(alias in private for alias in aliases if alias != parsed.alias) \

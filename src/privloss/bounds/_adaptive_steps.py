@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import expit
+from privloss.bounds._logistic import expit
 
 __all__ = []
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from scipy.special import expit, log_expit
+from privloss.bounds._logistic import expit, log_expit
 
 from privloss.bounds._heterogeneous_laws import _TINY, _U, _AtomLaw, _LossLaw, _StatisticPair
 

@@ -21,12 +21,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import log_expit
+from privloss.bounds._logistic import log_expit
 
 from privloss.bounds._heterogeneous_laws import _CHUNK, _TINY, _U, _LossLaw, root_of_states
 from privloss.bounds._lattice_fft import TiltedLaw, _Kernels, tilted_law
 
-#: Relative error of scipy.special.log_expit (a few ulps), as an absolute error in logs.
+#: Relative error of log_expit (SciPy's formula with libm, privloss.bounds._logistic:
+#: a few ulps), as an absolute error in logs.
 _LOG_EXPIT_ULPS = 4.0
 
 

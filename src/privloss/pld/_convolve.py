@@ -90,6 +90,48 @@ def direct_l1_error(a: np.ndarray, b: np.ndarray, u: float = UNIT_ROUNDOFF) -> f
     return 1.01 * _gamma(shorter + 1, u) * float(a.sum()) * float(b.sum())
 
 
+def next_fast_len_real(target: int) -> int:
+    """The smallest 2^a 3^b 5^c >= ``target`` (``scipy.fft.next_fast_len(target,
+    real=True)``: pocketfft's fast sizes for a real transform)."""
+    if target <= 6:
+        return max(int(target), 1)
+    best = 1 << (target - 1).bit_length()
+    power5 = 1
+    while power5 < best:
+        power35 = power5
+        while power35 < best:
+            quotient = -(-target // power35)             # ceil(target / power35)
+            candidate = power35 << (quotient - 1).bit_length()
+            best = min(best, candidate)
+            power35 *= 3
+        power5 *= 5
+    return best
+
+
+class _NumpyFFT:
+    """``numpy.fft`` under the names the convolutions use."""
+
+    rfft = staticmethod(np.fft.rfft)
+    irfft = staticmethod(np.fft.irfft)
+
+    @staticmethod
+    def next_fast_len(target: int, real: bool = True) -> int:
+        return next_fast_len_real(target)
+
+
+def fft_module():
+    """The FFT the convolutions use: ``numpy.fft`` from NumPy 2 on, which is
+    pocketfft's C++ code with long double support, the code of ``scipy.fft``
+    (the same values, bit for bit: tests/pld/test_fft_module.py), so that a
+    PLD does not import SciPy (``scipy.fft`` imports ``scipy.special``: 0.4 to
+    0.8 s of CPU per process); ``scipy.fft`` before NumPy 2 (whose
+    ``numpy.fft`` computes in double only)."""
+    if int(np.__version__.split(".")[0]) >= 2:
+        return _NumpyFFT
+    from scipy import fft
+    return fft
+
+
 def convolve(a: np.ndarray, b: np.ndarray, *, extended: bool = False) -> tuple[np.ndarray, float]:
     """Linear convolution of non-negative vectors and an L1 bound on its error."""
     if a.size == 0 or b.size == 0:
@@ -99,7 +141,7 @@ def convolve(a: np.ndarray, b: np.ndarray, *, extended: bool = False) -> tuple[n
     kept = a.size + b.size - 1
     if min(a.size, b.size) <= DIRECT_MAX_SHORT or a.size * b.size <= DIRECT_MAX_WORK:
         return np.convolve(a, b), direct_l1_error(a, b)
-    from scipy import fft as sp_fft  # where used: direct convolutions never need it
+    sp_fft = fft_module()  # where used: direct convolutions never need it
 
     padded = sp_fft.next_fast_len(kept, real=True)
     if a is b:
@@ -124,8 +166,7 @@ def _convolve_extended(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]
         wide = np.convolve(wide_a, wide_b)
         error = direct_l1_error(a, b, u)
     else:
-        from scipy import fft as sp_fft
-
+        sp_fft = fft_module()
         padded = sp_fft.next_fast_len(kept, real=True)
         spectrum = sp_fft.rfft(wide_a, padded)
         spectrum *= spectrum if b is a else sp_fft.rfft(wide_b, padded)

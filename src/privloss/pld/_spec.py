@@ -23,7 +23,17 @@ SPECIAL_FUNCTION_RELATIVE_ERROR = 1e-15
 _U = 2.0 ** -53
 #: 5-point Gauss-Legendre rule on [-1, 1]; remainder constant
 #: (n!)^4 / ((2n+1) ((2n)!)^3) for n = 5 (Abramowitz-Stegun 25.4.30).
-_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(5)
+def _gauss_legendre() -> tuple:
+    """The 5-point Gauss-Legendre nodes and weights, made on first use
+    (``numpy.polynomial`` costs about 25 ms to import; a Laplace PLD never
+    integrates)."""
+    global _GAUSS_LEGENDRE
+    if _GAUSS_LEGENDRE is None:
+        _GAUSS_LEGENDRE = np.polynomial.legendre.leggauss(5)
+    return _GAUSS_LEGENDRE
+
+
+_GAUSS_LEGENDRE = None
 _GL_REMAINDER = math.factorial(5) ** 4 / (11 * math.factorial(10) ** 3)
 #: Cramer's inequality: |He_n(x)| e^{-x^2/4} <= 1.086435 sqrt(n!), so the 10th
 #: derivative of the normal density is at most this times e^{-x^2/4}.
@@ -107,9 +117,10 @@ def _normal_quadrature(za: np.ndarray, zb: np.ndarray):
     """
     half = 0.5 * (zb - za)
     middle = 0.5 * (za + zb)
-    nodes = middle[:, None] + half[:, None] * _GL_NODES[None, :]
+    gl_nodes, gl_weights = _gauss_legendre()
+    nodes = middle[:, None] + half[:, None] * gl_nodes[None, :]
     density = np.exp(-0.5 * nodes * nodes) * (1.0 / math.sqrt(2.0 * math.pi))
-    value = half * (density @ _GL_WEIGHTS)
+    value = half * (density @ gl_weights)
     nearest = np.where((za <= 0) & (zb >= 0), 0.0, np.minimum(np.abs(za), np.abs(zb)))
     remainder = _GL_REMAINDER * (2.0 * half) ** 11 * _TENTH_DERIVATIVE * np.exp(-0.25 * nearest * nearest)
     far = np.maximum(np.abs(za), np.abs(zb))

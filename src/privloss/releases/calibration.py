@@ -62,8 +62,10 @@ al., WWW 2009 (partition selection by threshold); Dong, Durfee, Rogers, ICML
 
 Runtime
 -------
-About 40 accountant calls (bisection) and, for unknown keys, O(log tau) tail
-evaluations.
+About 20 accountant comparisons (bisection) and one full evaluation; for
+pure DP (delta = 0) the comparisons are exact rational sums instead
+(:func:`privloss.releases.algorithms._calibrate.exact_pure_epsilon`); for
+unknown keys, O(log tau) tail evaluations.
 """
 
 from __future__ import annotations

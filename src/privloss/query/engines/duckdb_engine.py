@@ -80,7 +80,8 @@ from privloss.query.inputs import (FileInput, FrameInput, QueryInput, RelationIn
 from privloss.query.plan import ROW_SEED_OFFSET, GroupStatistics, QueryPlan
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "check", "run", "check_select", "memory_settings",
-           "import_duckdb", "open_source", "LoadedFile", "load", "prepare"]
+           "import_duckdb", "open_source", "columns_of_tables", "LoadedFile", "load",
+           "prepare"]
 
 #: Memory limit of privloss's own DuckDB connections: beyond it DuckDB spills to
 #: disk, so peak memory stays flat as the distinct (unit, group) pairs grow
@@ -326,6 +327,40 @@ def open_source(data, scan: bool = False):
         source.close()
         raise
     return duckdb, source
+
+
+def columns_of_tables(tables: list) -> list:
+    """The column names of each of ``tables`` (files or frames; any other
+    input is opened on its own, as :func:`open_source` does), every file and
+    frame bound on one private locked connection that can read exactly their
+    files.  No row is computed."""
+    duckdb = import_duckdb()
+    inputs = [resolve_input(data) for data in tables]
+    shared = [isinstance(inp, (FileInput, FrameInput)) and
+              not (isinstance(inp, FileInput) and inp.tables is not None) for inp in inputs]
+    source = _Source()
+    try:
+        files = [_files_of(source, inp) if isinstance(inp, FileInput) and ok else ()
+                 for inp, ok in zip(inputs, shared)]
+        if any(shared):
+            source.connection = _locked_connection(
+                duckdb, tuple(name for names in files for name in names),
+                source.spill_directory())
+        out = []
+        for data, inp, names, ok in zip(tables, inputs, files, shared):
+            if not ok:
+                _, alone = open_source(data)
+                try:
+                    out.append([str(c) for c in alone.relation.columns])
+                finally:
+                    alone.close()
+                continue
+            relation = _file_relation(duckdb, source.connection, inp, names) \
+                if isinstance(inp, FileInput) else _frame_relation(source.connection, inp)
+            out.append([str(c) for c in relation.columns])
+        return out
+    finally:
+        source.close()
 
 
 def _opened(plan: QueryPlan, scan: bool = False):

@@ -108,6 +108,46 @@ def output_names(plan) -> list:
     return list(plan.base_columns) + [name for join in plan.joins for _, name in join.columns]
 
 
+def _reusable(inputs) -> bool:
+    """Every input is a file set that its owner keeps unchanged while open
+    (:class:`~privloss.query.inputs.LoadedTables`) and the FROM table's owner
+    is one release's, not a service snapshot's (``prepare``: queried by
+    concurrent requests, whose views would meet on one connection)."""
+    return all(isinstance(item, FileInput) and item.tables is not None
+               and not item.tables.prepare and not item.tables.closed for item in inputs)
+
+
+class _SharedConnection:
+    """A private locked connection (and its spill directory) that the plans of
+    one release on the same files share: a :class:`LoadedTables` entry."""
+
+    def __init__(self, connection, spill):
+        self.connection = connection
+        self._spill = spill
+
+    @classmethod
+    def open(cls, duckdb, allowed: tuple) -> "_SharedConnection":
+        import tempfile
+
+        from privloss.query.engines.duckdb_engine import _locked_connection, memory_settings
+
+        directory = memory_settings()[1]
+        spill = None if directory is not None else \
+            tempfile.TemporaryDirectory(prefix="privloss-duckdb-")
+        try:
+            return cls(_locked_connection(duckdb, allowed, directory or spill.name), spill)
+        except BaseException:
+            if spill is not None:
+                spill.cleanup()
+            raise
+
+    def close(self) -> None:
+        self.connection.close()
+        if self._spill is not None:
+            self._spill.cleanup()
+            self._spill = None
+
+
 def open_joined(duckdb, inp, plan, source, scan: bool = False):
     """The joined relation of ``plan`` (columns named as the plan names them)
     on a private locked connection kept in ``source`` (closed by the caller)."""
@@ -118,7 +158,15 @@ def open_joined(duckdb, inp, plan, source, scan: bool = False):
     files = [_files_of(source, item) if isinstance(item, FileInput) else None
              for item in inputs]
     allowed = tuple(name for names in files if names for name in names)
-    con = source.connection = _locked_connection(duckdb, allowed, source.spill_directory())
+    if _reusable(inputs):
+        # files that do not change while their owner (one API call) holds them:
+        # the check before the charge and the release after it share one
+        # connection, kept with the FROM table's files and closed with them
+        shared = inp.tables.get(("duckdb-joined", allowed),
+                                lambda: _SharedConnection.open(duckdb, allowed))
+        con = source.connection = shared.connection.cursor()
+    else:
+        con = source.connection = _locked_connection(duckdb, allowed, source.spill_directory())
     relations = [_file_relation(duckdb, con, item, names, scan)
                  if isinstance(item, FileInput) else _frame_relation(con, item)
                  for item, names in zip(inputs, files)]

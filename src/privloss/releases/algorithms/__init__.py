@@ -32,19 +32,45 @@ Example::
     for row in release.rows(): print(row["item"], row["count"], row["ci95"])
 """
 
-from privloss.releases.algorithms.gaussian import (calibrate_gauss_ordered,
-                                                    calibrate_known_gaussian,
-                                                    calibrate_trunc_gauss, gauss_ordered,
-                                                    known_gaussian, trunc_gauss)
-from privloss.releases.algorithms.known_gumbel import calibrate_known_gumbel, known_gumbel
-from privloss.releases.algorithms.known_laplace import calibrate_known_laplace, known_laplace
-from privloss.releases.algorithms.registry import (ALGORITHMS, HISTOGRAM_ALGORITHMS,
-                                                    KNOWN_GAUSSIAN, AlgorithmSpec)
-from privloss.releases.algorithms.truncated_gaussian import (failure_probability,
-                                                              solve_truncation)
-from privloss.releases.algorithms.unknown_gumbel import calibrate_unknown_gumbel, unknown_gumbel
-from privloss.releases.algorithms.unknown_laplace import (calibrate_unknown_laplace,
-                                                           unknown_laplace)
+# names are loaded with their module on first use (privloss._lazy): a group-by's
+# calibration reads _calibrate / _noise only, not every algorithm (and SciPy)
+import sys
+import types
+
+from privloss._lazy import lazy_exports
+
+_EXPORTS = {
+    "privloss.releases.algorithms.gaussian": (
+        "calibrate_gauss_ordered", "calibrate_known_gaussian", "calibrate_trunc_gauss",
+        "gauss_ordered", "known_gaussian", "trunc_gauss"),
+    "privloss.releases.algorithms.known_gumbel": ("calibrate_known_gumbel", "known_gumbel"),
+    "privloss.releases.algorithms.known_laplace": ("calibrate_known_laplace", "known_laplace"),
+    "privloss.releases.algorithms.registry": ("ALGORITHMS", "HISTOGRAM_ALGORITHMS",
+                                              "KNOWN_GAUSSIAN", "AlgorithmSpec"),
+    "privloss.releases.algorithms.truncated_gaussian": ("failure_probability",
+                                                        "solve_truncation"),
+    "privloss.releases.algorithms.unknown_gumbel": ("calibrate_unknown_gumbel",
+                                                    "unknown_gumbel"),
+    "privloss.releases.algorithms.unknown_laplace": ("calibrate_unknown_laplace",
+                                                     "unknown_laplace"),
+}
+__getattr__, __dir__, _ = lazy_exports("privloss.releases.algorithms", _EXPORTS)
+
+#: submodules named as the function they export: the package attribute is the
+#: function (as when this package imported them all), not the module that the
+#: import system sets on the package when it loads one
+_SHADOWED = ("known_gumbel", "known_laplace", "unknown_gumbel", "unknown_laplace")
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name, value):
+        if name in _SHADOWED and isinstance(value, types.ModuleType) \
+                and value.__name__ == f"{__name__}.{name}":
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "known_laplace", "known_gumbel", "unknown_laplace", "unknown_gumbel", "known_gaussian",

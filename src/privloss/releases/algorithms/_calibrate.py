@@ -14,20 +14,43 @@ mechanisms) costs ~0.4 s per evaluation, so the search runs on every other
 bound (SEARCH_CANDIDATES) and only the final answer is checked with all of
 them; the full accountant can only be tighter, so the answer stays valid (it
 may be a hair below the largest knob the exact recursion would allow).
+
+Pure DP (``target_delta = 0``, every event pure: ``PureDP``, ``BoundedRange``,
+``Laplace``, ``DiscreteLaplace``): the search needs no accountant.  At delta = 0
+the exact epsilon of an adaptive composition is the sum of the mechanisms'
+largest privacy losses (basic composition, Dwork & Roth 2014 Thm 3.16; at
+delta = 0 it is the optimum, Kairouz, Oh, Viswanath 2015 Thm 3.3), each of
+which is attained or approached (``Delta / scale`` of a Laplace or discrete
+Laplace, ``epsilon`` of an epsilon-DP or epsilon-BR mechanism), so no valid
+bound is below that sum.  :func:`exact_pure_epsilon` computes it in rationals
+and the bisection compares it with the target: exactly the comparison the
+accountant makes (its ``basic`` row is the sum rounded up to a float, and
+every other row is at least the sum), except at a rounding tie, where the
+exact sum may admit a knob the float rows refuse (a knob still valid by the
+theorem).  The answer is re-checked with every bound as always; if that
+re-check refuses it (such a tie), the accountant's own search runs instead.
+Same knob, same events, same noise as the accountant's search otherwise
+(tests/releases_algorithms/test_pure_calibration.py).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 
-from privloss.accounting import CANDIDATES, AccountingResult, PrivacyAccountant, compose
+from privloss.accounting import CANDIDATES, AccountingResult, compose
+from privloss.accounting.accountant import meets_epsilon
 from privloss.events import Interaction
 
 #: relative width of the final bracket (the knob is at most this far below optimal)
 TOLERANCE = 1e-5
 #: bounds used during the search (all but the slow exact recursion)
 SEARCH_CANDIDATES = tuple(c for c in CANDIDATES if c.name != "adaptive-sequence")
+#: the same, the numerical PLD first: the search asks only whether some bound
+#: meets the target (accounting.accountant.meets_epsilon), and the PLD is
+#: usually the lowest, so a "yes" is mostly found without the others
+SEARCH_ORDER = tuple(sorted(SEARCH_CANDIDATES, key=lambda c: c.name != "pld"))
 
 
 def within_release(interaction) -> Interaction:
@@ -48,25 +71,47 @@ def spent(events, target_delta: float, interaction) -> AccountingResult:
                    interaction=within_release(interaction))
 
 
-def largest_meeting(events_of: Callable[[float], tuple], target_epsilon: float,
-                    target_delta: float, *, guess: float,
-                    interaction: Interaction | str = Interaction.ADAPTIVE,
-                    tolerance: float = TOLERANCE) -> tuple[float, AccountingResult]:
-    """Largest ``x > 0`` (to a relative ``tolerance``) with
-    ``compose(events_of(x), target_delta).epsilon <= target_epsilon``.
+def exact_pure_epsilon(events) -> Fraction | None:
+    """The exact epsilon at delta = 0 of ``events`` composed adaptively, as a
+    rational, or None when an event is not one of ``PureDP``, ``BoundedRange``,
+    ``Laplace``, ``DiscreteLaplace`` (then the accountant is needed).
 
-    Raises ``ValueError`` (naming the budget) when not even a vanishing knob
-    meets the target (e.g. a delta part that alone exceeds target_delta).
+    Definition
+        ``sum(count * loss)`` with ``loss`` the event's largest privacy loss:
+        ``epsilon`` (PureDP, BoundedRange), ``sensitivity / scale`` (Laplace,
+        DiscreteLaplace: the pmf/pdf ratio of two inputs Delta apart is at
+        most exp(Delta / scale), attained), with each float read exactly.
+    Privacy guarantee
+        Adaptive composition of pure-DP mechanisms at delta = 0: the sum is
+        valid (basic composition, Dwork & Roth 2014 Thm 3.16) and optimal
+        (Kairouz, Oh, Viswanath 2015 Thm 3.3 at delta = 0; an epsilon-BR
+        mechanism can have a largest loss arbitrarily close to epsilon), so
+        every valid bound of the accountant is at least this value.
+    Citation
+        Dwork & Roth 2014; Kairouz, Oh, Viswanath, ICML 2015; Canonne, Kamath,
+        Steinke 2020 (discrete Laplace).
+    Runtime
+        O(number of events), rational arithmetic.
     """
-    def check(x: float) -> AccountingResult:
-        accountant = PrivacyAccountant(tuple(events_of(x)),
-                                       interaction=within_release(interaction),
-                                       candidates=SEARCH_CANDIDATES)
-        return accountant.epsilon(target_delta)
+    from privloss.events import BoundedRange, DiscreteLaplace, Laplace, PureDP
 
-    def meets(x: float) -> bool:
-        return check(x).value <= target_epsilon
+    total = Fraction(0)
+    for event in events:
+        kind = type(event)
+        if kind in (PureDP, BoundedRange):
+            loss = Fraction(event.epsilon)
+        elif kind in (Laplace, DiscreteLaplace):
+            loss = Fraction(event.sensitivity) / Fraction(event.scale)
+        else:
+            return None
+        total += loss * event.count
+    return total
 
+
+def _bracketed_largest(meets: Callable[[float], bool], guess: float, tolerance: float,
+                       target_epsilon: float, target_delta: float) -> float:
+    """Largest ``x`` (the low end of a bracket of relative width ``tolerance``)
+    with ``meets(x)``, for a ``meets`` true below a threshold and false above."""
     guess = float(guess)
     if not (guess > 0 and math.isfinite(guess)):
         guess = 1.0
@@ -95,6 +140,67 @@ def largest_meeting(events_of: Callable[[float], tuple], target_epsilon: float,
             low = middle
         else:
             high = middle
+    return low
+
+
+def _pure_meets(events_of, target_epsilon: float, target_delta: float, interaction, guess):
+    """``x -> exact_pure_epsilon(events_of(x)) <= target_epsilon`` when the
+    events at ``guess`` are pure, the target delta is 0 and the model is the
+    adaptive one (:func:`within_release`); else None."""
+    if target_delta != 0 or within_release(interaction) is not Interaction.ADAPTIVE:
+        return None
+    try:
+        if exact_pure_epsilon(events_of(float(guess))) is None:
+            return None
+    except (ValueError, ArithmeticError):
+        return None             # the accountant's search reports the failure
+    target = Fraction(target_epsilon)
+
+    def meets(x: float) -> bool:
+        value = exact_pure_epsilon(events_of(x))
+        if value is None:       # the events changed kind along the search
+            raise _NotPure
+        return value <= target
+
+    return meets
+
+
+class _NotPure(Exception):
+    pass
+
+
+def largest_meeting(events_of: Callable[[float], tuple], target_epsilon: float,
+                    target_delta: float, *, guess: float,
+                    interaction: Interaction | str = Interaction.ADAPTIVE,
+                    tolerance: float = TOLERANCE) -> tuple[float, AccountingResult]:
+    """Largest ``x > 0`` (to a relative ``tolerance``) with
+    ``compose(events_of(x), target_delta).epsilon <= target_epsilon``.
+
+    Pure DP (delta 0, pure events): the comparison is made on
+    :func:`exact_pure_epsilon` (see the module docstring); the answer is
+    re-checked with every bound either way.
+    Raises ``ValueError`` (naming the budget) when not even a vanishing knob
+    meets the target (e.g. a delta part that alone exceeds target_delta).
+    """
+    guess = float(guess)
+    if not (guess > 0 and math.isfinite(guess)):
+        guess = 1.0
+    pure = _pure_meets(events_of, target_epsilon, target_delta, interaction, guess)
+    if pure is not None:
+        try:
+            low = _bracketed_largest(pure, guess, tolerance, target_epsilon, target_delta)
+        except (_NotPure, ValueError, ArithmeticError):
+            low = None
+        if low is not None:
+            result = spent(events_of(low), target_delta, interaction)
+            if result.value <= target_epsilon:
+                return low, result
+
+    def meets(x: float) -> bool:
+        return meets_epsilon(tuple(events_of(x)), target_epsilon, target_delta,
+                             within_release(interaction), SEARCH_ORDER)
+
+    low = _bracketed_largest(meets, guess, tolerance, target_epsilon, target_delta)
     result = spent(events_of(low), target_delta, interaction)
     if result.value > target_epsilon:       # monotone bounds make this impossible; stay safe
         raise ArithmeticError("calibrated parameters failed their re-check")

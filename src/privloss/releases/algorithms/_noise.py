@@ -19,8 +19,8 @@ import numpy as np
 
 from privloss.events import DiscreteGaussian, DiscreteLaplace
 from privloss.mechanisms.accuracy import discrete_gaussian_half_width, discrete_laplace_half_width
-from privloss.samplers import (discrete_gaussian, discrete_gaussian_variance, discrete_laplace,
-                               discrete_laplace_variance)
+from privloss.samplers import discrete_gaussian, discrete_gaussian_variance, discrete_laplace
+from privloss.samplers.exact_pmf import discrete_laplace_variance_float
 
 from privloss.releases.algorithms._common import float_at_most, sqrt_float_at_most
 
@@ -72,7 +72,7 @@ class DiscreteNoise:
 @functools.lru_cache(maxsize=256)
 def _variance(kind: str, parameter: Fraction) -> float:
     if kind == "laplace":
-        return float(discrete_laplace_variance(parameter))
+        return discrete_laplace_variance_float(parameter)    # exact_pmf: mpmath rarely
     return float(discrete_gaussian_variance(parameter))
 
 
