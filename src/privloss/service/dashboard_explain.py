@@ -92,11 +92,158 @@ def _events(key: tuple, dataset) -> tuple:
 
     command, parameters = key[4], json.loads(key[5])
     if command == "running":
-        from privloss.service.running_route import checked_running, running_parameters
+        from privloss.service.running_route import checked_running
+        return tuple(checked_running(dataset, parameters).events)
+    if command == "sql":
+        query = checked_query(dataset, parameters)
+        return tuple(query.events if is_rollup(query) else query.plan.events)
+    return tuple(build_request(command, parameters, dataset, dataset.interaction).events())
+
+
+def release_events(dataset, command: str, parameters: dict) -> tuple:
+    """The events the service charges for this query (a ``ServiceError`` or
+    ``ValueError`` for bad parameters, before anything is charged)."""
+    return _cached("events", _events, _freeze(dataset, command, parameters), dataset)
+
+
+def _number(value: float) -> str:
+    return "infinite" if not math.isfinite(value) else f"{value:.4g}"
+
+
+def cost_explanation(events, guarantee: dict, verdict: dict, spent_before: float,
+                     interaction: str) -> dict:
+    """Why the ledger charges what it charges (see the module docstring):
+    ``{"alone", "steps", "pure_epsilon", "delta", "rule", "before", "after",
+    "lines"}``; ``lines`` are the sentences shown."""
+    from privloss.accounting.fully_adaptive import release_guarantee
+    from privloss.api.planning import describe_event
+
+    whole = release_guarantee(tuple(events))
+    steps = []
+    for event in events:
+        part = release_guarantee((event,))
+        steps.append({"step": describe_event(event), "epsilon": part.epsilon,
+                      "rho": part.rho, "delta": part.delta})
+    after = verdict.get("spent_epsilon_after")
+    rule = verdict.get("bound")
+    lines = [f"On its own this release is ({_number(guarantee['epsilon'])}, "
+             f"{guarantee['delta']:.3g})-DP: its {len(steps)} step(s) composed tightly "
+             f"({guarantee.get('bound', 'its calibration')}), which is valid because the query "
+             f"fixes every step before it reads the data."]
+    if interaction == "fully-adaptive":
+        lines.append("The budget must also hold for releases chosen after seeing earlier "
+                     "answers (interaction: fully adaptive). That is only valid with filter "
+                     "rules fixed when the budget was created, and they take each release "
+                     "as separate numbers: its pure epsilon, the sum over its steps with "
+                     "each step's delta set aside (below), and its zCDP / Renyi curves.")
+    else:
+        lines.append(f"The ledger composes this release with the others on the dataset "
+                     f"under interaction {interaction!r}; it needs this release's steps "
+                     f"(below).")
+    if math.isfinite(whole.epsilon):
+        sum_text = " + ".join(_number(step["epsilon"]) for step in steps
+                              if step["epsilon"] != 0 or step["delta"] == 0)
+        lines.append(f"Pure epsilon of this release: {sum_text} = {_number(whole.epsilon)}, "
+                     f"with delta {whole.delta:.3g} set aside (zCDP rho "
+                     f"{_number(whole.rho)}).")
+    else:
+        lines.append(f"This release has no pure epsilon (Gaussian noise), so only the zCDP "
+                     f"and Renyi rules can take it: its zCDP rho is {_number(whole.rho)}, "
+                     f"with delta {whole.delta:.3g} set aside.")
+    if after is not None:
+        lines.append(f"The rule that certifies the least now is {rule!r}"
+                     f"{' (' + _RULES[rule] + ')' if rule in _RULES else ''}: the dataset's "
+                     f"epsilon goes from {_number(spent_before)} to {_number(after)} "
+                     f"(+{_number(after - spent_before)}), against {_number(guarantee['epsilon'])} "
+                     f"for this release alone.")
+        if math.isfinite(whole.epsilon) and after - spent_before > whole.epsilon * (1 + 1e-9):
+            lines.append("The increase is more than this release's pure epsilon because the "
+                         "ledger reports the smallest total over all the dataset's releases, "
+                         "not a sum of per-release charges: the rule that was smallest before "
+                         "grows faster with this release than another rule does.")
+        if interaction == "fully-adaptive" and rule == "basic":
+            lines.append("For few releases the plain sum is the smallest rule (the others pay "
+                         "a conversion); over many small releases the zCDP rule grows more "
+                         "slowly, so later releases can add less than their pure epsilon.")
+    else:
+        lines.append(f"It does not fit: {verdict.get('reason') or 'refused by the ledger'}.")
+    return {"alone": guarantee, "steps": steps, "pure_epsilon": whole.epsilon,
+            "rho": whole.rho, "delta": whole.delta, "rule": rule, "before": spent_before,
+            "after": after,
+            "lines": lines}
+
+
+def _point(key: tuple, dataset) -> dict:
+    """``{"epsilon", "half_widths": {measurement: width}, "threshold"}`` of one
+    plan (public numbers only)."""
+    command, parameters = key[4], json.loads(key[5])
+    if command == "running":
+        from privloss.service.running_route import checked_running
+
+        summary = checked_running(dataset, parameters).plan_summary()
+        return {"epsilon": parameters["epsilon"], "threshold": None,
+                "half_widths": {"a running total (largest)":
+                                float(summary["ci95_half_width_max"])}}
+    if command == "sql":
+        from privloss.api.aggregate import describe_plan
+        from privloss.service.rollup_route import is_rollup
+        from privloss.service.sql_route import checked_query
+
+        query = checked_query(dataset, parameters)
+        if is_rollup(query):
+            return _rollup_point(query)
+        described = describe_plan(query)
+        widths = {f"{m['aggregation']} ({m['measurement']})": float(m["ci95_half_width"])
+                  for m in described["measurements"]
+                  if m.get("ci95_half_width") is not None and m["aggregation"] != "selection"}
+        threshold = described["threshold"]
+        return {"epsilon": parameters["epsilon"], "half_widths": widths,
+                "threshold": None if threshold is None else float(threshold)}
+    from privloss.api.planning import plan_request
+    from privloss.service.queries import build_request
+
+    view = plan_request(build_request(command, parameters, dataset, dataset.interaction))
+    threshold = view.threshold
+    width = view.noise.get("ci95_half_width")
+    return {"epsilon": parameters["epsilon"],
+            "half_widths": {} if width is None else {"a count": float(width)},
+            "threshold": None if threshold is None else float(threshold["offset"])}
+
+
+def _rollup_point(query) -> dict:
+    """A ROLLUP's point: each measure's largest 95% half-width over the levels
+    (known with public keys only: the level split is chosen on the keys' tree)
+    and the selection's threshold (without keys)."""
+    described = query.describe()
+    levels = described["level_split"] if isinstance(described["level_split"], dict) else {}
+    selection = described.get("selection") or {}
+    threshold = selection.get("threshold")
+    return {"epsilon": query.epsilon,
+            "half_widths": {f"{name} (largest over levels)": max(split["ci95_half_width_by_level"])
+                            for name, split in levels.items()},
+            "threshold": None if threshold is None else float(threshold)}
+
+
+def _accuracy_plan(key: tuple, dataset):
+    command, parameters = key[4], json.loads(key[5])
+    from privloss.api.accuracy_plan import plan_accuracy
+
+    epsilon = parameters["epsilon"]
+    if command == "running":
+        from privloss.service.running_route import checked_running
 
         checked_running(dataset, parameters)          # the route's checks, 403 / 422
-        return plan_accuracy("running", epsilon=epsilon,
-                             **running_parameters(dataset, parameters))
+        statistic = parameters["statistic"]
+        return plan_accuracy(
+            "running", epsilon=epsilon, privacy_unit=dataset.user_column,
+            time_column=parameters["time_column"], period=parameters["period"],
+            start=parameters["start"], end=parameters["end"],
+            count=statistic == "count", count_distinct=statistic == "count_distinct",
+            sum=None if statistic != "sum" else
+            f"{parameters['sum_column']}:{parameters['low']}:{parameters['high']}",
+            max_periods_per_unit=parameters["max_periods_per_unit"],
+            max_rows_per_period=parameters["max_rows_per_period"],
+            delta=parameters.get("delta", 0.0), noise=parameters.get("noise", "laplace"))
     if command == "sql":
         from privloss.service.rollup_route import is_rollup
         from privloss.service.sql_route import checked_query
