@@ -165,7 +165,7 @@ REFUSALS = [
      'has no bounds: add "bounds": {"price": [low, high]}', "query"),
     ({"query": "SELECT country, COUNT(*) FROM shop GROUP BY country",
       "bounds": {"price": [0, 100]}}, 422,
-     "bounds for 'price': no SUM, AVG or quantile of the query reads it", "query"),
+     "bounds for 'price': no SUM, AVG or quantile of the query reads it", "bounds"),
     ({"query": "SELECT country, COUNT(*) FROM shop GROUP BY country' --"}, 422,
      "unsupported SQL", "query"),
     ({"query": "SELECT secret_score, COUNT(*) FROM shop GROUP BY secret_score"}, 403,

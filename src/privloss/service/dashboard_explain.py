@@ -230,20 +230,11 @@ def _accuracy_plan(key: tuple, dataset):
 
     epsilon = parameters["epsilon"]
     if command == "running":
-        from privloss.service.running_route import checked_running
+        from privloss.service.running_route import checked_running, running_parameters
 
         checked_running(dataset, parameters)          # the route's checks, 403 / 422
-        statistic = parameters["statistic"]
-        return plan_accuracy(
-            "running", epsilon=epsilon, privacy_unit=dataset.user_column,
-            time_column=parameters["time_column"], period=parameters["period"],
-            start=parameters["start"], end=parameters["end"],
-            count=statistic == "count", count_distinct=statistic == "count_distinct",
-            sum=None if statistic != "sum" else
-            f"{parameters['sum_column']}:{parameters['low']}:{parameters['high']}",
-            max_periods_per_unit=parameters["max_periods_per_unit"],
-            max_rows_per_period=parameters["max_rows_per_period"],
-            delta=parameters.get("delta", 0.0), noise=parameters.get("noise", "laplace"))
+        return plan_accuracy("running", epsilon=epsilon,
+                             **running_parameters(dataset, parameters))
     if command == "sql":
         from privloss.service.rollup_route import is_rollup
         from privloss.service.sql_route import checked_query

@@ -113,6 +113,12 @@ def _refuse(message: str, field: str | None, value=None, *, status: int = 422,
     raise ServiceError(status, message, field=field, value=value, outcome=outcome)
 
 
+def _field_of(message: str) -> str:
+    """The body field an unsupported-SQL message is about: ``bounds`` when it
+    names bounds nothing reads, else ``query``."""
+    return "bounds" if message.startswith("bounds ") else "query"
+
+
 def _shown(name: str) -> str:
     return name if len(name) <= 64 else name[:64] + "..."
 
@@ -191,7 +197,7 @@ def checked_query(dataset, body: dict):
     except UnsupportedSql as error:      # the CLI's hint, in this API's words
         message = re.sub(r"pass --bounds (\w+)=LOW:HIGH", r'add "bounds": {"\1": [low, high]}',
                          str(error))
-        _refuse(f"query: unsupported SQL: {message}", "query")
+        _refuse(f"query: unsupported SQL: {message}", _field_of(message))
     except RecursionError:
         _refuse("query: the expression is nested too deeply to parse", "query")
     except SqlglotError:       # the parser only maps ParseError; a TokenError lands here
@@ -284,7 +290,7 @@ def _joined_query(dataset, body: dict, parsed, named: list, public: dict):
     except UnsupportedSql as error:
         message = re.sub(r"pass --bounds (\w+)=LOW:HIGH", r'add "bounds": {"\1": [low, high]}',
                          str(error))
-        _refuse(f"query: unsupported SQL: {message}", "query")
+        _refuse(f"query: unsupported SQL: {message}", _field_of(message))
     joined = {name for join in prepared["joins"] for name in join.outputs}
     filtered = set() if prepared["where"] is None else prepared["where"].columns()
     keys = {key for join in prepared["joins"] for key in join.left_keys}
