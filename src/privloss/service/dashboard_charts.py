@@ -105,13 +105,9 @@ def budget_png(history: list[dict], budget: dict, now: datetime | None = None) -
         axes.axhline(cap, color="#e76f51", linestyle=":", linewidth=1,
                      label=f"my cap {cap:.4g}")
     axes.set_ylim(bottom=0)
-    from datetime import timedelta
-    shortest = timedelta(minutes=10)
-    if now - start < shortest:
-        # at least ten minutes shown: a few seconds of history got ticks in seconds
-        # ("36.0, 36.1") that read as nonsense beside the date
-        pad = (shortest - (now - start)) / 2
-        axes.set_xlim(start - pad, now + pad)
+    if start == now:
+        from datetime import timedelta
+        axes.set_xlim(now - timedelta(minutes=5), now + timedelta(minutes=5))
     locator = AutoDateLocator(minticks=3, maxticks=5)
     axes.xaxis.set_major_locator(locator)
     axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))
