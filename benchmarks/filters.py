@@ -66,20 +66,26 @@ def largest_admitted(admits, high: int = 100_000) -> int:
     return low
 
 
-def tightness() -> None:
-    """How many equal releases each budget admits: the fixed-parameter optimum (the
-    accountant with the plan fixed in advance) against the fully adaptive filters,
-    the default ("mixed") policy and the policy of the declared mix."""
+def _fixed_optimum(event, epsilon: float, delta: float) -> int:
+    """The most repeats of ``event`` that fit (epsilon, delta) when the
+    parameters are fixed in advance (adaptive composition: the optimum)."""
     import dataclasses
 
     from privloss.accounting import compose
 
+    def fixed(n):
+        repeated = dataclasses.replace(event, count=n)
+        return compose([repeated], target_delta=delta, interaction="adaptive").epsilon <= epsilon
+    return largest_admitted(fixed, 20_000)
+
+
+def tightness() -> None:
+    """How many equal releases each budget admits: the fixed-parameter optimum (the
+    accountant with the plan fixed in advance) against the fully adaptive filters,
+    the default ("mixed") policy and the policy of the declared mix."""
     print(f"{'budget':>12s} {'release':>22s} {'fixed':>6s} {'mixed':>12s} {'declared':>20s}")
     for (epsilon, delta), event, label in TIGHTNESS_CASES:
-        def fixed(n, event=event):
-            repeated = dataclasses.replace(event, count=n)
-            return compose([repeated], target_delta=delta, interaction="adaptive").epsilon <= epsilon
-        optimum = largest_admitted(fixed, 20_000)
+        optimum = _fixed_optimum(event, epsilon, delta)
         guarantee = release_guarantee(event)
         mix = "gaussian" if isinstance(event, Gaussian) else "pure"
         row = [f"({epsilon:g}, {delta:g})", label, f"{optimum:6d}"]
@@ -112,17 +118,10 @@ def alternative_policies(epsilon: float, delta: float) -> dict:
 
 def alternatives() -> None:
     """Releases admitted under the alternative splits (ratio to the fixed optimum)."""
-    import dataclasses
-
-    from privloss.accounting import compose
-
     names = list(alternative_policies(1.0, 1e-6))
     print(f"{'budget':>12s} {'release':>20s} {'fixed':>6s} " + " ".join(f"{n:>24s}" for n in names))
     for (epsilon, delta), event, label in TIGHTNESS_CASES:
-        def fixed(n, event=event):
-            repeated = dataclasses.replace(event, count=n)
-            return compose([repeated], target_delta=delta, interaction="adaptive").epsilon <= epsilon
-        optimum = largest_admitted(fixed, 20_000)
+        optimum = _fixed_optimum(event, epsilon, delta)
         guarantee = release_guarantee(event)
         cells = []
         for policy in alternative_policies(epsilon, delta).values():

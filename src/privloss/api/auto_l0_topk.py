@@ -198,11 +198,7 @@ def release_auto_l0(auto: AutoL0, data=None, *, user: str, item: str, engine: st
         def prepare():
             return protocol.prepare_data(data, engine=engine) if owned else data
     try:
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
-                                 or seed < 0):
-            raise ValueError(f"seed must be an integer >= 0 or None, got {seed!r}")
-        if label is not None and not isinstance(label, str):
-            raise TypeError(f"label must be a string or None, got {label!r}")
+        protocol.check_seed_and_label(seed, label)
         if engine != "duckdb":
             raise ValueError(f"l0 'auto' runs on the duckdb engine only, got engine {engine!r}")
         where, where_text = protocol.row_filter(where)

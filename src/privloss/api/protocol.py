@@ -289,6 +289,15 @@ def check_budget_first(ledger, dataset, request: ReleaseRequest, events, *, user
                           item=item_column, seed=seed)
 
 
+def check_seed_and_label(seed, label) -> None:
+    """A release's ``seed`` (an integer >= 0 or None) and ``label`` (a string or
+    None), before anything is read."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"seed must be an integer >= 0 or None, got {seed!r}")
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"label must be a string or None, got {label!r}")
+
+
 def refusal(ledger, dataset, verdict: dict, *, admitted=None, epsilon_range=None) -> Exception:
     """The error :meth:`Ledger.release` would raise for a refused ``would_admit``
     verdict: ``LedgerPlanError`` for a plan mismatch, else ``LedgerBudgetError``
@@ -410,11 +419,7 @@ def release(request: ReleaseRequest, data=None, *, user: str, item: str,
         def prepare():
             return prepare_data(data, engine=engine) if owned else data
     try:
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
-                                 or seed < 0):
-            raise ValueError(f"seed must be an integer >= 0 or None, got {seed!r}")
-        if label is not None and not isinstance(label, str):
-            raise TypeError(f"label must be a string or None, got {label!r}")
+        check_seed_and_label(seed, label)
         where, where_text = row_filter(where)
         ledger, dataset = resolve_ledger(ledger, dataset)
         request = ledger_interaction(request, ledger, dataset, interaction_given)

@@ -469,10 +469,16 @@ def _try_exact(eps: np.ndarray, step: float | None, threshold: float):
     limit = MAX_LATTICE_POINTS if step is not None else EXACT_LATTICE_POINTS
     if length > limit or work > MAX_LATTICE_WORK:
         return None
-    h_up = _certified_step(values, c, upward=True)
-    h_down = _certified_step(values, c, upward=False)
-    return (_exact_law(values, counts, c, h_up, True, threshold),
-            _exact_law(values, counts, c, h_down, False, threshold))
+    return _stepped_laws(values, values, counts, c, threshold)
+
+
+def _stepped_laws(upper, lower, counts, c, threshold):
+    """The exact laws on the lattice ``c`` from above (``upper``) and below
+    (``lower``), each with its certified step."""
+    h_up = _certified_step(upper, c, upward=True)
+    h_down = _certified_step(lower, c, upward=False)
+    return (_exact_law(upper, counts, c, h_up, True, threshold),
+            _exact_law(lower, counts, c, h_down, False, threshold))
 
 
 # --------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from privloss.bounds._heterogeneous_lattice import (EXACT_LATTICE_POINTS, MAX_LATTICE_WORK,
-                                                    _certified_step, _exact_cost, _exact_law)
+                                                    _exact_cost, _stepped_laws)
 
 __all__ = []
 
@@ -89,7 +89,4 @@ def rounded_lattice_laws(eps: np.ndarray, threshold: float):
     length, work = _exact_cost(group_counts, groups, threshold)
     if length > EXACT_LATTICE_POINTS or work > MAX_LATTICE_WORK:
         return None
-    h_up = _certified_step(group_max, groups, upward=True)
-    h_down = _certified_step(group_min, groups, upward=False)
-    return (_exact_law(group_max, group_counts, groups, h_up, True, threshold),
-            _exact_law(group_min, group_counts, groups, h_down, False, threshold))
+    return _stepped_laws(group_max, group_min, group_counts, groups, threshold)

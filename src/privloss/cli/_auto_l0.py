@@ -6,8 +6,6 @@ the release once, then the data is read)."""
 
 from __future__ import annotations
 
-import argparse
-
 from privloss.cli._common import CommandError, print_json
 
 __all__ = ["l0_value", "release_auto_l0"]
@@ -16,15 +14,9 @@ __all__ = ["l0_value", "release_auto_l0"]
 def l0_value(text: str):
     """``--l0``: an integer >= 1, or 'auto'; argparse's one line (exit 2)
     otherwise, before anything is read."""
-    from privloss.cli._parse import positive_int
+    from privloss.cli._parse import positive_int_or_auto
 
-    if text.strip().lower() == "auto":
-        return "auto"
-    try:
-        return positive_int(text, "l0")
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"--l0 must be an integer >= 1 or 'auto', "
-                                         f"got {text!r}") from None
+    return positive_int_or_auto(text, "l0")
 
 
 def release_auto_l0(args, *, command: str, k, algorithm, noise, domain, row_filter) -> int:

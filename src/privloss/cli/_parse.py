@@ -90,6 +90,18 @@ def positive_int(text: str, what: str = "K", maximum: int | None = None) -> int:
     return value
 
 
+def positive_int_or_auto(text: str, flag: str):
+    """``--FLAG``: an integer >= 1, or 'auto'; argparse's one line (exit 2)
+    otherwise, before anything is read."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return positive_int(text, flag)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"--{flag} must be an integer >= 1 or 'auto', "
+                                         f"got {text!r}") from None
+
+
 def nonnegative_int(text: str, what: str) -> int:
     try:
         value = int(text)

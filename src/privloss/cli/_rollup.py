@@ -3,7 +3,6 @@ ROLLUP(...)``: the dry run or the release of :func:`privloss.rollup`."""
 
 from __future__ import annotations
 
-import contextlib
 
 from privloss.cli._common import CommandError, print_json
 
@@ -14,20 +13,19 @@ _FLAGS = {"max_groups": "--max-groups", "max_rows_per_group": "--max-rows-per-gr
           "keys": "--keys", "by": "--by", "noise": "--noise"}
 
 
-@contextlib.contextmanager
+def _flagged(message: str) -> str:
+    """A message starting with a library parameter's name, with this command's flag."""
+    for name, flag in _FLAGS.items():
+        if message.startswith(name + " "):
+            message = flag + message[len(name):]
+    return message
+
+
 def _errors():
     """The ledger's error mapping (exit 2 / 3), naming this command's flags."""
     from privloss.cli.ledger import ledger_errors
 
-    try:
-        with ledger_errors():
-            yield
-    except CommandError as error:
-        message = str(error)
-        for name, flag in _FLAGS.items():
-            if message.startswith(name + " "):
-                message = flag + message[len(name):]
-        raise CommandError(message, error.exit_code) from error.__cause__
+    return ledger_errors(rename=_flagged)
 
 
 def run_rollup(args, data, by, aggregations, where=None) -> int:

@@ -23,13 +23,9 @@ def _positive(text: str, name: str) -> int:
 def _max_groups(text: str):
     """An integer >= 1, or 'auto' (privloss.api.auto_l0): argparse's one line
     (exit 2) otherwise, before anything is read."""
-    if text.strip().lower() == "auto":
-        return "auto"
-    try:
-        return _positive(text, "max-groups")
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"--max-groups must be an integer >= 1 or 'auto', "
-                                         f"got {text!r}") from None
+    from privloss.cli._parse import positive_int_or_auto
+
+    return positive_int_or_auto(text, "max-groups")
 
 
 def keys_of(args, by) -> list | None:

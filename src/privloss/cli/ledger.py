@@ -64,12 +64,21 @@ def budget_refused(error) -> CommandError:
 
 
 @contextlib.contextmanager
-def ledger_errors():
+def ledger_errors(rename=None):
     """Turn library errors into CLI errors: a refused release -> exit 3; a
     missing / corrupt / busy ledger, an unknown or duplicate dataset, bad
     arguments or data -> exit 2 (one line, parameter names spelled as flags);
     numeric overflow or exhausted memory -> exit 2, "out of the supported
-    numeric range" (e.g. --epsilon 1e-300, --linf 1e12)."""
+    numeric range" (e.g. --epsilon 1e-300, --linf 1e12).  ``rename``: a
+    command's own message -> message (its flag names), applied to every
+    :class:`CommandError` leaving the block."""
+    if rename is not None:
+        try:
+            with ledger_errors():
+                yield
+        except CommandError as error:
+            raise CommandError(rename(str(error)), error.exit_code) from error.__cause__
+        return
     # privloss.budget only if it is loaded: no ledger error exists before it
     # is (a release without a ledger does not import it: 40-80 ms)
     ledger_error = budget_error = _NeverRaised

@@ -4,7 +4,6 @@ revenue to date) per day, week or month, with 95% intervals."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import re
 
 from privloss.cli._common import CommandError, print_json
@@ -20,19 +19,18 @@ _NAMES = re.compile(r"(?<![-\w.])(" + "|".join(re.escape(name) for name in _FLAG
                     + r")(?= must| needs| bounds| ')")
 
 
-@contextlib.contextmanager
+def _flagged(message: str) -> str:
+    """Library parameter names in a message spelled as this command's flags."""
+    if message.startswith("--"):
+        return message
+    return _NAMES.sub(lambda match: _FLAGS[match.group(1)], message)
+
+
 def _errors():
     """The ledger's error mapping (exit 2 / 3), with this command's flag names."""
     from privloss.cli.ledger import ledger_errors
 
-    try:
-        with ledger_errors():
-            yield
-    except CommandError as error:
-        message = str(error)
-        if not message.startswith("--"):
-            message = _NAMES.sub(lambda match: _FLAGS[match.group(1)], message)
-        raise CommandError(message, error.exit_code) from error.__cause__
+    return ledger_errors(rename=_flagged)
 
 
 def _positive(text: str, name: str) -> int:
