@@ -25,8 +25,9 @@ pytest.importorskip("pyarrow")
 
 from tests.leaks import harness  # noqa: E402
 from tests.leaks.harness import DOMAIN, assert_same, masked, run_library  # noqa: E402
-from tests.leaks.test_greybox import (CSV_KINDS, RUNNING_SERVICE_CONFIG,  # noqa: E402
-                                      SEED, _service)
+from tests.leaks.test_greybox import (COLUMNS, CSV_KINDS,  # noqa: E402
+                                      RUNNING_SERVICE_CONFIG, SEED, _service,
+                                      _with_ledger_views)
 
 ROLLUP_KEYS = [[item, str(amount)] for item in DOMAIN for amount in range(10)]
 
@@ -147,12 +148,43 @@ def service_goals_selected(directory, data):
     return _service(directory, data, steps, RUNNING_SERVICE_CONFIG)
 
 
+def cli_odometer_and_bounds_refusals(directory, data):
+    """An odometer dataset refusing a release whose delta no grid level allows
+    (exit 3), then admitting a small-delta one; and SQL bounds that no aggregate
+    reads (exit 2): every refusal a function of public parameters."""
+    from tests.leaks.harness import Observation, run_cli
+
+    path = directory / "odometer.sqlite"
+    created = run_cli(["ledger", "create", "--ledger", path, "--dataset", "d", "--odometer",
+                       "--budget-delta", "1e-6"])
+    assert created.status == 0, created.stderr
+    ledger = ["--ledger", path, "--dataset", "d"]
+    topk = ["topk", data, *COLUMNS, "--k", "2", "--epsilon", "0.5", "--l0", "2", "--d-bar",
+            "10", "--seed", SEED, "--json", *ledger]
+    refused = run_cli([*topk, "--delta", "1e-7"])
+    admitted = run_cli([*topk, "--delta", "1e-12"])
+    unread = run_cli(["sql", "SELECT item, COUNT(*) FROM t GROUP BY item", "--table",
+                      f"t={data}", "--privacy-unit", "user", "--epsilon", "1", "--keys",
+                      _keys_file(directory), "--bounds", "amount=0:10", "--seed", SEED])
+    seen = Observation(admitted.status, admitted.stdout,
+                       "\n".join([refused.stderr, admitted.stderr, unread.stderr]),
+                       {"statuses": [refused.status, admitted.status, unread.status]})
+    return _with_ledger_views(seen, ledger)
+
+
+def _keys_file(directory):
+    path = directory / "keys.csv"
+    path.write_text("item\n" + "\n".join(map(str, DOMAIN)) + "\n")
+    return path
+
+
 #: path -> (data format, public keys?, runner)
 PATHS = {
     "lib-histogram-target": ("csv", True, lib_histogram_target),
     "lib-topk-min-users": ("csv", False, lib_topk_min_users),
     "lib-aggregate-target": ("parquet", True, lib_aggregate_target),
     "lib-rollup-min-users": ("csv", False, lib_rollup_min_users),
+    "cli-odometer-and-bounds-refusals": ("csv", False, cli_odometer_and_bounds_refusals),
     "service-goals-public": ("csv", True, service_goals_public),
     "service-goals-selected": ("csv", False, service_goals_selected),
 }
@@ -221,3 +253,11 @@ def test_the_service_paths_answer_what_they_should(observe):
         assert selected[name][0] == 200, (name, selected[name])
     assert selected["rollup-target"][0] == 422 and "needs keys" in selected["rollup-target"][1]
     assert selected["refused-topk-goal"][0] == 409, selected["refused-topk-goal"]
+
+
+def test_the_odometer_and_bounds_refusals_happen(observe):
+    """The base run itself: refused (3), admitted (0), unread bounds (2)."""
+    seen = observe("cli-odometer-and-bounds-refusals", None)[1]
+    assert seen.extra["statuses"] == [3, 0, 2], seen.stderr
+    assert "cannot give this history a finite epsilon" in seen.stderr
+    assert "bounds for 'amount'" in seen.stderr
