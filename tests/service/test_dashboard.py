@@ -6,6 +6,7 @@ refused in the page before any charge, never a 500."""
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -330,3 +331,23 @@ def test_epsilon_is_still_the_default_choice(signed_in):
         assert f'id="{prefix}-target"' in page
     assert 'id="running-users"' not in page            # running totals have no threshold
     assert 'id="sql-users"' in page and "<script>" not in page
+
+
+@pytest.mark.parametrize("spacing, pattern", [
+    (timedelta(seconds=1), r"^\d\d:\d\d:\d\d$"),      # seconds apart: clock times
+    (timedelta(hours=10), r"^(\d\d:\d\d|[A-Z][a-z]{2}-\d\d)$"),
+])
+def test_budget_chart_time_axis_reads_as_clock_times(spacing, pattern):
+    """A few seconds of history got tick labels "36.0, 36.1" (the seconds' digits alone);
+    each tick must read as a time of day (or a date) whatever the span."""
+    from privloss.service.dashboard_charts import budget_figure
+
+    now = datetime(2026, 11, 28, 20, 21, 40, tzinfo=timezone.utc)
+    history = [{"time": (now - spacing * ago).isoformat(), "spent_epsilon_after": spent}
+               for ago, spent in ((4, 0.1), (3, 0.3), (1, 0.5))]
+    budget = {"dataset": {"spent_epsilon": 0.5, "budget_epsilon": 1.0},
+              "mine": {"spent_epsilon": 0.5, "budget_epsilon": 1.0}}
+    figure = budget_figure(history, budget, now)
+    figure.canvas.draw()
+    labels = [label.get_text() for label in figure.axes[0].get_xticklabels()]
+    assert len(labels) >= 3 and all(re.match(pattern, label) for label in labels), labels

@@ -72,6 +72,11 @@ def budget_png(history: list[dict], budget: dict, now: datetime | None = None) -
     """Budget use over time (see the module docstring) as PNG bytes.
     ``history``: my releases (``time``, ``spent_epsilon_after``), any order;
     ``budget``: :func:`privloss.service.queries.analyst_view`'s."""
+    return _png(budget_figure(history, budget, now))
+
+
+def budget_figure(history: list[dict], budget: dict, now: datetime | None = None):
+    """The matplotlib ``Figure`` :func:`budget_png` renders."""
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
     from matplotlib.figure import Figure
 
@@ -110,14 +115,17 @@ def budget_png(history: list[dict], budget: dict, now: datetime | None = None) -
         axes.set_xlim(now - timedelta(minutes=5), now + timedelta(minutes=5))
     locator = AutoDateLocator(minticks=3, maxticks=5)
     axes.xaxis.set_major_locator(locator)
-    axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+    # seconds as a clock time: the default, "36.0, 36.1", reads as nonsense beside the date
+    axes.xaxis.set_major_formatter(ConciseDateFormatter(
+        locator, formats=["%Y", "%b", "%d", "%H:%M", "%H:%M", "%H:%M:%S"],
+        zero_formats=["", "%Y", "%b", "%b-%d", "%H:%M", "%H:%M:%S"]))
     axes.set_ylabel("epsilon spent")
     axes.set_title("budget use over time (UTC)")
     axes.grid(alpha=0.3)
     # below the axes: inside, it would hide the budget line or the latest step
     axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2,
                 frameon=False)
-    return _png(figure)
+    return figure
 
 
 def running_png(result: dict) -> bytes:
