@@ -88,6 +88,18 @@ class Contract:
             **self.split_of(answer)})
         assert same.status_code == 200 and same.json()["receipt"]["cached"] is True, same.text
 
+    def test_the_audit_log_records_the_planned_epsilon(self, service):
+        import json
+
+        client, tokens, config, _ = service
+        for path, body in ((self.plan_path, self.plan_body()), (self.release_path, self.body)):
+            response = self.post(client, tokens["alice"], path, {**body, **self.goal})
+            assert response.status_code == 200, response.text
+            last = json.loads(config.audit_log.read_text().splitlines()[-1])
+            assert last["path"].endswith(path) and last["status"] == 200
+            assert last["parameters"]["planned_epsilon"] == response.json()["accuracy"]["epsilon"]
+            assert all(last["parameters"][name] == value for name, value in self.goal.items())
+
     @pytest.mark.parametrize("extra, field", [
         ({}, "epsilon"),
         ({"epsilon": 0.5, "target_half_width": 10.0}, "target_half_width"),

@@ -145,13 +145,18 @@ def _planned_plan(kind: str, dataset, body: dict, goal: dict, snapshot=None):
     return plan
 
 
-def planned(kind: str, dataset, body: dict, snapshot=None) -> tuple:
+def planned(kind: str, dataset, body: dict, snapshot=None, audit: dict | None = None) -> tuple:
     """``(body, plan)``: a body with ``epsilon`` unchanged and None, or with a
-    goal: the body at the planned epsilon (and split) and its plan."""
+    goal: the body at the planned epsilon (and split) and its plan.  With
+    ``audit`` (a request's audit record), its ``parameters`` get the
+    ``planned_epsilon`` too, so the audit log shows what a goal cost (a
+    function of public parameters only)."""
     goal = goal_in(body)
     if goal is None:
         return body, None
     plan = _planned_plan(kind, dataset, body, goal, snapshot)
+    if audit is not None and audit.get("parameters") is not None:
+        audit["parameters"] = {**audit["parameters"], "planned_epsilon": plan.epsilon}
     resolved = {**body, "epsilon": plan.epsilon}
     if kind == "sql" and plan.budget_split is not None and body.get("budget_split") is None:
         resolved["budget_split"] = dict(plan.budget_split)
@@ -195,8 +200,10 @@ async def plan_with_goal(request, state, dataset, analyst, command: str, paramet
     from privloss.service.queries import plan_release
     from privloss.service.routes import call_ledger
 
+    audit = request.state.audit
+
     def work() -> dict:
-        body, plan = planned(command, dataset, parameters)
+        body, plan = planned(command, dataset, parameters, audit=audit)
         return answered(plan, call_ledger, plan_release, state.ledger, dataset, analyst,
                         command, body)
 

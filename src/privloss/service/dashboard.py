@@ -227,7 +227,8 @@ def dataset_page(request: Request, name: str):
     return _dataset_page(request, name)
 
 
-def _preview(state, dataset, analyst, command: str, parameters: dict) -> dict:
+def _preview(state, dataset, analyst, command: str, parameters: dict,
+             audit: dict | None = None) -> dict:
     """The dry run (the JSON routes' own function), with the cost explained and
     the accuracy image's address."""
     from urllib.parse import urlencode
@@ -242,7 +243,7 @@ def _preview(state, dataset, analyst, command: str, parameters: dict) -> dict:
     before = call_ledger(dataset_entry, state, analyst, dataset)["budget"]
     snapshot = state.snapshots.latest(dataset)
     asked = parameters          # the image plans a goal again (a group-by's split too)
-    body, goal_plan, parameters = _goal_planned(dataset, command, parameters, snapshot)
+    body, goal_plan, parameters = _goal_planned(dataset, command, parameters, snapshot, audit)
     if command == "sql":
         plan = answered(goal_plan, plan_sql, state.ledger, dataset, analyst, body,
                         snapshot=snapshot)
@@ -268,7 +269,8 @@ def _preview(state, dataset, analyst, command: str, parameters: dict) -> dict:
     return plan
 
 
-def _goal_planned(dataset, command: str, parameters: dict, snapshot=None) -> tuple:
+def _goal_planned(dataset, command: str, parameters: dict, snapshot=None,
+                  audit: dict | None = None) -> tuple:
     """``(body, plan, parameters)``: for a form with a goal
     (``target_half_width`` / ``min_release_users``), the JSON routes' body at
     the planned epsilon, its plan (:func:`privloss.service.accuracy_goals.planned`:
@@ -277,7 +279,7 @@ def _goal_planned(dataset, command: str, parameters: dict, snapshot=None) -> tup
     for a form with an epsilon, ``(parameters, None, parameters)``."""
     from privloss.service.accuracy_goals import GOALS, planned
 
-    body, plan = planned(command, dataset, parameters, snapshot)
+    body, plan = planned(command, dataset, parameters, snapshot, audit=audit)
     return body, plan, {key: value for key, value in body.items() if key not in GOALS}
 
 
@@ -311,7 +313,8 @@ def _image_form(command: str, parameters: dict) -> dict:
     return fields
 
 
-def _release(state, dataset, analyst, command: str, parameters: dict) -> dict:
+def _release(state, dataset, analyst, command: str, parameters: dict,
+             audit: dict | None = None) -> dict:
     """The release (the JSON routes' own function); an empty answer explained."""
     from privloss.service.dashboard_explain import accuracy_points, empty_explanation
     from privloss.service.queries import run_release
@@ -321,7 +324,7 @@ def _release(state, dataset, analyst, command: str, parameters: dict) -> dict:
     from privloss.service.accuracy_goals import answered
 
     snapshot = state.snapshots.current(dataset)       # before the charge
-    body, goal_plan, parameters = _goal_planned(dataset, command, parameters, snapshot)
+    body, goal_plan, parameters = _goal_planned(dataset, command, parameters, snapshot, audit)
     if command == "sql":
         result = answered(goal_plan, run_sql, state.ledger, dataset, analyst, body,
                           snapshot=snapshot)
@@ -364,12 +367,12 @@ async def _act(request: Request, name: str, action: str):
         request.state.audit["parameters"] = {"command": command, **parameters}
         if action == "preview":
             result = await run_in_threadpool(_preview, state, dataset, analyst, command,
-                                             parameters)
+                                             parameters, request.state.audit)
             request.state.outcome = "planned" if result["fits"] else "planned-refused"
             return await run_in_threadpool(_dataset_page, request, name, plan=result,
                                            form=form)
         result = await run_in_threadpool(_release, state, dataset, analyst, command,
-                                         parameters)
+                                         parameters, request.state.audit)
         request.state.audit["release_id"] = result["receipt"]["release_id"]
         request.state.outcome = "stored-answer" if result["receipt"]["cached"] else "released"
         return await run_in_threadpool(_dataset_page, request, name, release=result, form=form)

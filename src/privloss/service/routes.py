@@ -362,7 +362,8 @@ def _release(command: str, name: str, body: QueryParameters, request: Request, a
     parameters = _parameters(body)
     request.state.audit["parameters"] = {"command": command, **parameters}
     from privloss.service.accuracy_goals import answered, planned
-    parameters, plan = planned(command, dataset, parameters)      # a goal's epsilon
+    parameters, plan = planned(command, dataset, parameters,      # a goal's epsilon
+                               audit=request.state.audit)
     snapshot = state.snapshots.current(dataset)       # before the charge
     result = answered(plan, call_ledger, run_release, state.ledger, dataset, analyst, command,
                       parameters, snapshot=snapshot)

@@ -263,7 +263,8 @@ def running_plan(name: str, body: RunningParameters, request: Request,
     request.state.audit["parameters"] = {"command": "running-plan", **parameters}
     from privloss.service.accuracy_goals import answered, planned
     snapshot = state.snapshots.latest(dataset)
-    parameters, plan = planned("running", dataset, parameters, snapshot)      # a goal's epsilon
+    parameters, plan = planned("running", dataset, parameters, snapshot,  # a goal's epsilon
+                               audit=request.state.audit)
     result = answered(plan, plan_running, state.ledger, dataset, analyst, parameters,
                       snapshot=snapshot)
     request.state.outcome = "planned" if result["fits"] else "planned-refused"
@@ -280,7 +281,8 @@ def running_release(name: str, body: RunningParameters, request: Request,
     request.state.audit["parameters"] = {"command": "running", **parameters}
     from privloss.service.accuracy_goals import answered, planned
     snapshot = state.snapshots.current(dataset)
-    parameters, plan = planned("running", dataset, parameters, snapshot)      # a goal's epsilon
+    parameters, plan = planned("running", dataset, parameters, snapshot,  # a goal's epsilon
+                               audit=request.state.audit)
     result = answered(plan, run_running, state.ledger, dataset, analyst, parameters,
                       snapshot=snapshot)
     note_release(request, result)

@@ -483,7 +483,8 @@ def sql_plan(name: str, body: SqlParameters, request: Request,
     parameters = body.model_dump(exclude_none=True)
     request.state.audit["parameters"] = {"command": "sql-plan", **parameters}
     from privloss.service.accuracy_goals import answered, planned
-    parameters, plan = planned("sql", dataset, parameters)      # a goal's epsilon
+    parameters, plan = planned("sql", dataset, parameters,      # a goal's epsilon
+                               audit=request.state.audit)
     result = answered(plan, plan_sql, state.ledger, dataset, analyst, parameters,
                       snapshot=state.snapshots.latest(dataset))
     request.state.outcome = "planned" if result["fits"] else "planned-refused"
@@ -499,7 +500,8 @@ def sql_release(name: str, body: SqlParameters, request: Request,
     parameters = body.model_dump(exclude_none=True)
     request.state.audit["parameters"] = {"command": "sql", **parameters}
     from privloss.service.accuracy_goals import answered, planned
-    parameters, plan = planned("sql", dataset, parameters)      # a goal's epsilon
+    parameters, plan = planned("sql", dataset, parameters,      # a goal's epsilon
+                               audit=request.state.audit)
     result = answered(plan, run_sql, state.ledger, dataset, analyst, parameters,
                       snapshot=state.snapshots.current(dataset))
     note_release(request, result)
