@@ -324,3 +324,18 @@ def test_the_client_passes_goals_through(service):
     grouped = remote.sql("views", query="SELECT country, COUNT(*) FROM views GROUP BY country",
                          keys=DOMAIN, target_half_width=40.0)
     assert grouped.accuracy_plan.epsilon == plan["epsilon"]
+
+
+def test_the_openapi_body_of_accuracy_is_described_with_valid_examples(service):
+    """/accuracy takes a body whose shape depends on ``command``: /openapi.json
+    describes it and gives one example per command, each one a valid body."""
+    from privloss.service.accuracy_route import _checked_body
+
+    client, _, _, _ = service
+    operation = client.get("/openapi.json").json()["paths"]["/v1/datasets/{name}/accuracy"]
+    content = operation["post"]["requestBody"]["content"]["application/json"]
+    assert "command" in content["schema"]["description"]
+    assert set(content["examples"]) == {"topk", "histogram", "sql", "running"}
+    for name, example in content["examples"].items():
+        command, _ = _checked_body(example["value"])
+        assert command == name

@@ -125,9 +125,33 @@ def _plan(command: str, dataset, body: dict, snapshot) -> dict:
     return plan_for(command, dataset, body, snapshot)
 
 
+#: what /openapi.json says of the body: its shape depends on ``command``
+_BODY = ("`command` (topk, the default; histogram; sql; running) and that release's "
+         "dry-run body without `epsilon` (AccuracyParameters for topk and histogram, "
+         "SqlParameters for sql, RunningParameters for running) and exactly one goal: "
+         "`target_half_width` in (0, 1e12] or `min_release_users` in [1, 1e9].")
+_EXAMPLES = {
+    "topk": {"summary": "a top-10 whose smallest released group has about 500 users",
+             "value": {"command": "topk", "column": "country", "k": 10, "l0": 1,
+                       "min_release_users": 500}},
+    "histogram": {"summary": "a histogram over a public domain, counts within +-50",
+                  "value": {"command": "histogram", "column": "country",
+                            "domain": ["US", "IN", "BR"], "target_half_width": 50}},
+    "sql": {"summary": "a DP group-by, every count within +-25",
+            "value": {"command": "sql", "query": "SELECT country, COUNT(*) FROM views "
+                      "GROUP BY country", "target_half_width": 25}},
+    "running": {"summary": "daily running counts, each total within +-100",
+                "value": {"command": "running", "time_column": "day", "period": "day",
+                          "start": "2026-01-01", "end": "2026-03-31",
+                          "statistic": "count", "max_periods_per_unit": 30,
+                          "max_rows_per_period": 1, "target_half_width": 100}},
+}
+
+
 @router.post("/datasets/{name}/accuracy",
              summary="plan for an accuracy: the smallest epsilon meeting a target (free)")
-async def accuracy(name: str, request: Request, body: dict = Body(...),
+async def accuracy(name: str, request: Request,
+                   body: dict = Body(..., description=_BODY, openapi_examples=_EXAMPLES),
                    analyst=Depends(current_analyst)):
     from starlette.concurrency import run_in_threadpool
 
