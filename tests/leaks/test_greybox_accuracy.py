@@ -25,8 +25,8 @@ pytest.importorskip("pyarrow")
 
 from tests.leaks import harness  # noqa: E402
 from tests.leaks.harness import DOMAIN, assert_same, masked, run_library  # noqa: E402
-from tests.leaks.test_greybox import (COLUMNS, CSV_KINDS,  # noqa: E402
-                                      RUNNING_SERVICE_CONFIG, SEED, _service,
+from tests.leaks._service_paths import RUNNING_SERVICE_CONFIG, run_service  # noqa: E402
+from tests.leaks.test_greybox import (COLUMNS, CSV_KINDS, SEED,  # noqa: E402
                                       _with_ledger_views)
 
 ROLLUP_KEYS = [[item, str(amount)] for item in DOMAIN for amount in range(10)]
@@ -119,7 +119,7 @@ def service_goals_public(directory, data):
         yield "refused-running-goal", post("/running", {**running, "target_half_width": 3.0})
         yield "history", client.get("/v1/datasets/d/history", headers=headers)
         yield "budget", client.get("/v1/datasets/d/budget", headers=headers)
-    return _service(directory, data, steps, RUNNING_SERVICE_CONFIG)
+    return run_service(directory, data, steps, RUNNING_SERVICE_CONFIG)
 
 
 def service_goals_selected(directory, data):
@@ -145,7 +145,7 @@ def service_goals_selected(directory, data):
         yield "rollup-target", post("/sql", {**rollup, "target_half_width": 10.0})
         yield "refused-topk-goal", post("/topk", {**topk, "min_release_users": 2})
         yield "history", client.get("/v1/datasets/d/history", headers=headers)
-    return _service(directory, data, steps, RUNNING_SERVICE_CONFIG)
+    return run_service(directory, data, steps, RUNNING_SERVICE_CONFIG)
 
 
 def cli_odometer_and_bounds_refusals(directory, data):
