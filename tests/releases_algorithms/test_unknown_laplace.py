@@ -94,10 +94,22 @@ def test_counts_unbiased_with_exact_variance_and_covered():
     (dict(epsilon=1.0, delta=0.0, l0_sensitivity=1), "delta"),
     (dict(epsilon=1.0, delta=1e-6, l0_sensitivity=1, k=0), "k"),
     (dict(epsilon=1.0, delta=1e-6, l0_sensitivity=1, d_bar=0), "d_bar"),
+    # e^epsilon overflows a double past 709: refused naming the range (was OverflowError)
+    (dict(epsilon=1000.0, delta=1e-6, l0_sensitivity=1), r"^epsilon must be in \(0, 700\]"),
+    (dict(epsilon=700.0, delta=1e-300, l0_sensitivity=1), r"^delta must exceed 5e-324"),
 ])
 def test_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
         unknown_laplace(histogram({"a": 3}), source=source(), **kwargs)
+
+
+def test_the_largest_epsilon_is_planned():
+    """At epsilon 700 the failure target is a subnormal double: the plan still
+    finds its offset (the bracket is computed in logs), and the guarantee's delta
+    stays within the budget's."""
+    release = unknown_laplace(histogram({"a": 3}), epsilon=700.0, delta=1e-12, l0_sensitivity=1,
+                              source=source())
+    assert release.parameters["threshold_offset"] >= 1
 
 
 def test_calibration_passes_the_budget_through():

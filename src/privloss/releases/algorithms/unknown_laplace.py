@@ -72,12 +72,20 @@ class UnknownLaplacePlan:
         return (ApproxDP(epsilon, delta),)
 
 
+#: largest epsilon accepted: e^epsilon stays a finite double (documented in the error)
+LARGEST_EPSILON = 700.0
+
+
 def plan_unknown_laplace(*, epsilon, delta, l0_sensitivity, linf_sensitivity=1,
                          d_bar=None) -> UnknownLaplacePlan:
     """Validate and fix the noise scale ``b = (l0 + 1) linf / epsilon`` and the
     smallest integer offset ``tau >= linf`` with
     ``min(l0, d_bar) P[Z_c - Z_t > tau - linf] <= delta / (1 + e^epsilon)``."""
-    check_positive("epsilon", epsilon)
+    if check_positive("epsilon", epsilon) > LARGEST_EPSILON:
+        # the guarantee's delta is (1 + e^epsilon) times a failure probability: e^epsilon
+        # must be a finite double (it overflows past 709)
+        raise ValueError(f"epsilon must be in (0, {LARGEST_EPSILON:g}] for the unknown-domain "
+                         f"Laplace histogram, got {epsilon!r}")
     delta = check_delta("delta", delta)
     l0 = check_integer("l0_sensitivity", l0_sensitivity)
     linf = check_integer("linf_sensitivity", linf_sensitivity)
@@ -86,11 +94,17 @@ def plan_unknown_laplace(*, epsilon, delta, l0_sensitivity, linf_sensitivity=1,
     scale = Fraction((l0 + 1) * linf) / exact
     m = l0 if d_bar is None else min(l0, d_bar)
     target = delta / (1.0 + math.exp(float_at_least(exact))) * (1.0 - _MARGIN)
+    if target == 0.0:
+        raise ValueError(f"delta must exceed 5e-324 * (1 + e^epsilon) for the unknown-domain "
+                         f"Laplace histogram (delta / (1 + e^epsilon) underflows to 0 below), "
+                         f"got delta={delta!r} at epsilon={epsilon!r}")
 
     def meets(x: int) -> bool:
         return m * difference_tail(x, scale) <= target
 
-    high = max(1, math.ceil(2 * float(scale) * math.log(m / target)))   # spec's sufficient choice
+    # the spec's sufficient choice, 2 b log(m / target), with logs apart: m / target
+    # overflows when target is subnormal (a large epsilon)
+    high = max(1, math.ceil(2 * float(scale) * (math.log(m) - math.log(target))))
     while not meets(high):
         high *= 2
     low = -1                    # invariant: low fails (or is -1), high meets
