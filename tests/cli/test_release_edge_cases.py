@@ -75,6 +75,7 @@ def _domain(tmp_path, *labels):
     (["--domain", "BINARY"], "UTF-8"),
     (["--epsilon", "1e-300", "--l0", "1", "--delta", "1e-6"], "epsilon"),
     (["--k", "2000000", "--l0", "1", "--delta", "1e-6"], "--k"),
+    (["--k", "10001", "--l0", "1", "--delta", "1e-6"], "at most 10,000"),
     (["--interaction", "setwise", "--l0", "1", "--delta", "1e-6"], "interaction"),
 ])
 def test_bad_values_one_line_exit_2_ledger_unchanged(capsys, rows, tmp_path, extra, needle):

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 from privloss.events import Event, Interaction
 
-__all__ = ["ReleaseRequest", "TOPK_ALGORITHMS", "NOISES", "INTERACTIONS", "MAX_K", "EPSILON_RANGE",
+__all__ = ["ReleaseRequest", "TOPK_ALGORITHMS", "NOISES", "INTERACTIONS", "MAX_K", "MAX_TOPK_K",
+           "EPSILON_RANGE",
            "histogram_algorithm", "topk_algorithm", "make_request", "l0_sensitivity",
            "unit_column"]
 
@@ -44,8 +45,11 @@ NOISES = ("laplace", "gaussian")
 #: budget composition models a release may be charged under (default: the first)
 INTERACTIONS = (Interaction.FULLY_ADAPTIVE.value, Interaction.ADAPTIVE.value,
                 Interaction.SETWISE.value)
-#: largest k: more released items than this is a mistake, and accounting k steps is O(k)
+#: largest k of a histogram: more released items than this is a mistake
 MAX_K = 1_000_000
+#: largest k of a top-k: its accounting composes k selections (k = 10,000 takes a few
+#: seconds, 10^6 did not finish in a minute); the service's limit too
+MAX_TOPK_K = 10_000
 #: documented range of one release's epsilon: below 1e-3 the noise (scale >= 1000 l0)
 #: swamps any count and the Gaussian calibrations take minutes (1e-5: over 2 minutes)
 EPSILON_RANGE = (1e-3, math.inf)
@@ -236,7 +240,7 @@ def make_request(command: str, *, epsilon, delta=0.0, k=None, l0=None, linf=1, d
     d_bar = _integer("d_bar", d_bar, optional=True)
     labels, size = _domain(domain)
     if command == "topk":
-        k = _integer("k", k, maximum=MAX_K)
+        k = _integer("k", k, maximum=MAX_TOPK_K)
         if algorithm is not None and noise != "laplace":
             raise ValueError("noise is for histograms; a top-k takes an algorithm")
         algorithm = topk_algorithm(algorithm, size is not None)

@@ -17,7 +17,7 @@ def register(subparsers) -> None:
         description="Private top-k with per-user contribution bounding inside the engine.")
     add_data_flags(parser)
     parser.add_argument("--k", required=True, type=lambda t: count_value(t, "k"), metavar="K",
-                        help="how many items, a positive integer")
+                        help="how many items, 1 to 10,000")
     parser.add_argument("--algorithm", choices=ALGORITHM_NAMES, default=None,
                         help="default: known-gumbel with --domain, unknown-gumbel without")
     from privloss.cli._remote import add_server_flags
