@@ -54,7 +54,7 @@ __all__ = ["running", "RunningRequest", "make_running_request", "RunningResult",
 _COMPUTE_ERRORS = (ValueError, TypeError, LookupError, ArithmeticError, MemoryError, OSError,
                    RuntimeError)
 #: the most periods one release may hold
-MAX_PERIODS = 1 << 20
+MAX_PERIODS = 1_000_000
 
 
 def _date(name: str, value) -> dt.date:

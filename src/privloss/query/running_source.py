@@ -183,13 +183,19 @@ def running_totals_sql(source: str, query: RunningQuery) -> str:
             contribution = f"least(count(*), {query.max_rows})"
         ctes.append(f"cells AS (SELECT u, p, CAST({contribution} AS BIGINT) AS c "
                     f"FROM inside GROUP BY u, p)")
-        # the unit's max_periods-th earliest period: an aggregation and a join, which
-        # DuckDB spills under the memory limit (a row_number() window over every
-        # (unit, period) cell did not, at 10 million cells in 500 MB)
-        ctes.append(f"cutoffs AS (SELECT u, list_max(min(p, {query.max_periods})) AS last "
-                    f"FROM cells GROUP BY u)")
-        ctes.append("kept AS (SELECT p, c FROM cells JOIN cutoffs USING (u) WHERE p <= last)")
-        final = "SELECT p, sum(c) AS total FROM kept GROUP BY p"
+        if query.max_periods >= query.periods:
+            # every period may count: no cutoff (DuckDB's min(p, n) also needs n < 10^6)
+            final = "SELECT p, sum(c) AS total FROM cells GROUP BY p"
+        else:
+            # the unit's max_periods-th earliest period (max_periods < periods <=
+            # MAX_PERIODS = 10^6): an aggregation and a join, which DuckDB spills under
+            # the memory limit (a row_number() window over every (unit, period) cell
+            # did not, at 10 million cells in 500 MB)
+            ctes.append(f"cutoffs AS (SELECT u, list_max(min(p, {query.max_periods})) "
+                        f"AS last FROM cells GROUP BY u)")
+            ctes.append("kept AS (SELECT p, c FROM cells JOIN cutoffs USING (u) "
+                        "WHERE p <= last)")
+            final = "SELECT p, sum(c) AS total FROM kept GROUP BY p"
     return "WITH " + ", ".join(ctes) + " " + final
 
 
