@@ -96,6 +96,8 @@ def test_quantiles_are_bounded_range_events_tighter_than_laplace():
     (dict(aggregations=["sum:x:5:5"]), "LOW < HIGH"),
     (dict(aggregations=["sum:h:0:1"]), "must be numeric"),
     (dict(privacy_unit="nope"), "is not a column"),
+    # 10^9 was refused only by the composition's length check, naming no parameter
+    (dict(max_groups=10_001), r"^max_groups must be an integer in \[1, 10,000\], got 10001"),
 ])
 def test_bad_input_leaves_the_ledger_unchanged(tmp_path, change, message):
     from privloss.budget import Ledger

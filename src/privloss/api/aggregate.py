@@ -44,8 +44,8 @@ import secrets
 from dataclasses import dataclass
 
 from privloss.query.keys import check_keys
-from privloss.query.spec import (check_aggregations, check_budget,
-                                               check_positive_integer)
+from privloss.query.spec import (check_aggregations, check_budget, check_max_groups,
+                                 check_positive_integer)
 
 __all__ = ["aggregate", "plan_aggregate", "max_epsilon_aggregate", "AggregateRelease",
            "AggregateQuery", "make_query"]
@@ -163,7 +163,7 @@ def make_query(*, privacy_unit, by, aggregations, epsilon, delta=0.0, keys=None,
             raise ValueError(f"{a.name} aggregates a by / privacy_unit column")
     epsilon, delta = check_budget(epsilon, delta)
     keys = check_keys(keys, by)
-    max_groups = check_positive_integer("max_groups", max_groups)
+    max_groups = check_max_groups(max_groups)
     max_rows_per_group = check_positive_integer("max_rows_per_group", max_rows_per_group)
     plan = build_plan(aggregations, epsilon=epsilon, delta=delta, max_groups=max_groups,
                       max_rows_per_group=max_rows_per_group, unknown_keys=keys is None,

@@ -140,7 +140,8 @@ def make_rollup(*, privacy_unit, by, aggregations=("count",), epsilon, delta=0.0
     """Check every public parameter and fix the events (ValueError / TypeError)."""
     from privloss.api.aggregate import _column
     from privloss.query.keys import check_keys
-    from privloss.query.spec import check_aggregations, check_positive_integer
+    from privloss.query.spec import (check_aggregations, check_max_groups,
+                                     check_positive_integer)
     from privloss.releases.rollup import MAX_LEVELS, MEASURES, plan_rollup as plan_budget
 
     privacy_unit = _column("privacy_unit", privacy_unit)
@@ -162,7 +163,7 @@ def make_rollup(*, privacy_unit, by, aggregations=("count",), epsilon, delta=0.0
     keys = check_keys(keys, by)
     if keys is not None and not keys:
         raise ValueError("keys must list at least one group (or be None: private selection)")
-    max_groups = check_positive_integer("max_groups", max_groups)
+    max_groups = check_max_groups(max_groups)
     max_rows_per_group = check_positive_integer("max_rows_per_group", max_rows_per_group)
     budget = plan_budget(levels=len(by), measures=[a.kind for a in aggregations],
                          epsilon=epsilon, delta=delta, max_groups=max_groups,

@@ -13,7 +13,8 @@ import sys
 _FLAG_NAMES = {"d_bar": "--d-bar", "l0_sensitivity": "--l0", "linf_sensitivity": "--linf",
                "user_column": "--privacy-unit", "item_column": "--item-column",
                "privacy_unit": "--privacy-unit", "min_release_users": "--min-release-users",
-               "target_half_width": "--target-half-width"}
+               "target_half_width": "--target-half-width", "max_groups": "--max-groups",
+               "max_rows_per_group": "--max-rows-per-group"}
 _IDENTIFIER = re.compile(r"\b(" + "|".join(_FLAG_NAMES) + r")\b")
 #: plain words are flags only as the subject of a range check ("k must be ...")
 _SUBJECT = re.compile(r"(^|; |: )(k|epsilon|delta|domain|l0|linf|seed)(?= must)")

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 __all__ = ["Aggregation", "ValueGrid", "KINDS", "check_aggregations", "parse_value_spec",
-           "check_positive_integer", "check_budget", "DEFAULT_QUANTILE_BINS"]
+           "check_positive_integer", "check_max_groups", "MAX_GROUPS", "check_budget",
+           "DEFAULT_QUANTILE_BINS"]
 
 KINDS = ("count", "count_distinct", "sum", "mean", "quantile")
 #: grid steps over the span high - low by default (2^20)
@@ -58,6 +59,19 @@ def check_positive_integer(name: str, value) -> int:
     if value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value}")
     return int(value)
+
+
+#: most groups one unit may touch: each is a mechanism per measurement in the
+#: composition, and 10^5 already takes about 20 s to calibrate (the service allows 1,000)
+MAX_GROUPS = 10_000
+
+
+def check_max_groups(value) -> int:
+    """``max_groups``: an integer in [1, :data:`MAX_GROUPS`]."""
+    groups = check_positive_integer("max_groups", value)
+    if groups > MAX_GROUPS:
+        raise ValueError(f"max_groups must be an integer in [1, {MAX_GROUPS:,}], got {groups}")
+    return groups
 
 
 def _finite(name: str, value) -> float:
