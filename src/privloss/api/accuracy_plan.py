@@ -145,7 +145,7 @@ class _Release(ByEpsilon):
     def __init__(self, request):
         self.request = request
         self.command = request.command
-        # the searches stop at epsilon 100 (a release's EPSILON_RANGE has no top)
+        # the searches stop at epsilon 100 (a release's EPSILON_RANGE reaches 10^6)
         self.range = (_release_range()[0], 100.0)
 
         self._plans = {}

@@ -51,8 +51,9 @@ MAX_K = 1_000_000
 #: seconds, 10^6 did not finish in a minute); the service's limit too
 MAX_TOPK_K = 10_000
 #: documented range of one release's epsilon: below 1e-3 the noise (scale >= 1000 l0)
-#: swamps any count and the Gaussian calibrations take minutes (1e-5: over 2 minutes)
-EPSILON_RANGE = (1e-3, math.inf)
+#: swamps any count and the Gaussian calibrations take minutes (1e-5: over 2 minutes);
+#: above 10^6 the calibrations' brackets overflow (1e300 reached inf), as in the service
+EPSILON_RANGE = (1e-3, 1e6)
 
 
 def unit_column(privacy_unit, user, *, required: bool = True):
@@ -106,8 +107,8 @@ def histogram_algorithm(noise: str, known_domain: bool) -> str:
 def _epsilon(value) -> float:
     low, high = EPSILON_RANGE
     if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-            or not low <= float(value) < high:
-        raise ValueError(f"epsilon must be a finite number >= {low:g} (the range of one "
+            or not low <= float(value) <= high:
+        raise ValueError(f"epsilon must be in [{low:g}, {high:,.0f}] (the range of one "
                          f"release), got {value!r}")
     return float(value)
 

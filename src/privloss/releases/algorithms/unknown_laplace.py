@@ -85,7 +85,7 @@ def plan_unknown_laplace(*, epsilon, delta, l0_sensitivity, linf_sensitivity=1,
         # the guarantee's delta is (1 + e^epsilon) times a failure probability: e^epsilon
         # must be a finite double (it overflows past 709)
         raise ValueError(f"epsilon must be in (0, {LARGEST_EPSILON:g}] for the unknown-domain "
-                         f"Laplace histogram, got {epsilon!r}")
+                         f"Laplace algorithm, got {epsilon!r}")
     delta = check_delta("delta", delta)
     l0 = check_integer("l0_sensitivity", l0_sensitivity)
     linf = check_integer("linf_sensitivity", linf_sensitivity)
@@ -96,7 +96,7 @@ def plan_unknown_laplace(*, epsilon, delta, l0_sensitivity, linf_sensitivity=1,
     target = delta / (1.0 + math.exp(float_at_least(exact))) * (1.0 - _MARGIN)
     if target == 0.0:
         raise ValueError(f"delta must exceed 5e-324 * (1 + e^epsilon) for the unknown-domain "
-                         f"Laplace histogram (delta / (1 + e^epsilon) underflows to 0 below), "
+                         f"Laplace algorithm (delta / (1 + e^epsilon) underflows to 0 below), "
                          f"got delta={delta!r} at epsilon={epsilon!r}")
 
     def meets(x: int) -> bool:
