@@ -211,14 +211,38 @@ def _codes(dialect: Dialect, groups: int, unit_integer: bool, group_integer: boo
     return ucode, gcode, gtie, tie_codes
 
 
-def _pair_ctes(source: str, gcols: list, ucode: str, gcode: str, gtie: str) -> list:
+def _pair_ctes(dialect: Dialect, source: str, gcols: list, ucode: str, gcode: str, gtie: str,
+               group_integer: bool) -> list:
     """The CTEs ``pairs`` and ``coded``: the (unit, group) pairs of ``source``
-    (null units and groups dropped) with their row count ``c`` and codes."""
+    (null units and groups dropped) with their row count ``c`` and codes.
+
+    A text code (one text group column, or several columns) is a function of
+    the groups' texts alone, so it is computed once per distinct text
+    (``gcodes``) and joined back on the texts (``CAST(g AS text)``; byte
+    equality): the same value on every pair as computing it there, without a
+    regular expression and an md5 per pair.  Joining on the texts, not on the
+    values, keeps each pair's code a function of its own group's text even for
+    types whose equal values print differently (so a unit's choice still
+    reads no other unit's rows).  An integer group column's code is a cast:
+    computed per pair."""
     glist = ", ".join(gcols)
     not_null = " AND ".join(["u IS NOT NULL"] + [f"{g} IS NOT NULL" for g in gcols])
-    return [f"pairs AS (SELECT u, {glist}, count(*) AS c FROM {source} "
-            f"WHERE {not_null} GROUP BY u, {glist})",
-            f"coded AS (SELECT u, {glist}, c, {ucode} AS uc, {gcode} AS gc{gtie} FROM pairs)"]
+    pairs = (f"pairs AS (SELECT u, {glist}, count(*) AS c FROM {source} "
+             f"WHERE {not_null} GROUP BY u, {glist})")
+    if len(gcols) == 1 and group_integer:
+        return [pairs, f"coded AS (SELECT u, {glist}, c, {ucode} AS uc, {gcode} AS gc{gtie} "
+                       f"FROM pairs)"]
+    text = dialect.text
+    texts = ", ".join(f"CAST({g} AS {text}) AS {g}" for g in gcols)
+    on = " AND ".join(f"CAST(pairs.{g} AS {text}) = gcodes.{g}" for g in gcols)
+    carried = ", ".join(f"pairs.{g} AS {g}" for g in gcols)
+    tie = ", gcodes.gt AS gt" if gtie else ""
+    # gcode and gtie read g0.. as text: here the columns already are the texts
+    return [pairs,
+            f"gcodes AS (SELECT {glist}, {gcode} AS gc{gtie} FROM "
+            f"(SELECT DISTINCT {texts} FROM pairs) AS group_texts)",
+            f"coded AS (SELECT pairs.u AS u, {carried}, pairs.c AS c, {ucode} AS uc, "
+            f"gcodes.gc AS gc{tie} FROM pairs INNER JOIN gcodes ON {on})"]
 
 
 def coded_pairs_sql(dialect: Dialect, source: str, *, groups: int, unit_integer: bool,
@@ -234,7 +258,7 @@ def coded_pairs_sql(dialect: Dialect, source: str, *, groups: int, unit_integer:
     the same statistics, without regrouping and recoding the rows."""
     gcols = [f"g{i}" for i in range(groups)]
     ucode, gcode, gtie, tie_codes = _codes(dialect, groups, unit_integer, group_integer)
-    ctes = _pair_ctes(source, gcols, ucode, gcode, gtie)
+    ctes = _pair_ctes(dialect, source, gcols, ucode, gcode, gtie, group_integer)
     rest = ", ".join(gcols + ["c", "uc", "gc"] + (["gt"] if gtie else []))
     # p: the pairs numbered by unit, then by _group_choice's order after m
     order = ", ".join(["u"] + tie_codes + gcols)
@@ -289,7 +313,7 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
     if pairs:       # count-only statistics: bound the (unit, group) pairs, not the rows
         row_columns = ["u"] + gcols + ["c"]
         if coded_source is None:
-            ctes += _pair_ctes(source, gcols, ucode, gcode, gtie)
+            ctes += _pair_ctes(dialect, source, gcols, ucode, gcode, gtie, group_integer)
     else:
         row_columns = ["u"] + gcols + vcols
         ctes.append(f"coded AS (SELECT {', '.join(row_columns)}, {ucode} AS uc, {gcode} AS gc"
