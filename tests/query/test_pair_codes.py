@@ -99,3 +99,34 @@ def test_coded_pairs_table_has_the_same_codes(group_integer):
     assert sorted(row[4] for row in table) == sorted([7, 7, 12] if group_integer else
                                                      [text_code("7"), text_code("7"),
                                                       text_code("12")])
+
+
+@pytest.mark.parametrize("max_groups", [1, 2, 5])
+def test_the_count_only_choice_is_the_reference_choice(max_groups):
+    # one window over the distinct pairs (``_group_choice(distinct_pairs=True)``)
+    # keeps each unit's groups of smallest (key, code, canonical, group), as the
+    # specification does; "7" / "07" and "x" / "y" put code and text ties in play
+    import random
+
+    from privloss.query.engines.reference import column_codes, selected_items
+
+    rng = random.Random(max_groups)
+    labels = ["7", "07", "x", "y", "-3", "abc", "12", "z z"]
+    rows = [(rng.randrange(40), rng.choice(labels)) for _ in range(600)]
+    con = _connection(rows, ["BIGINT", "VARCHAR"])
+    key = SelectionKey.from_seed(11)
+    built = bounded_sql(DUCKDB, "privloss_source", groups=1, value_grids=[], value_text=[],
+                        unit_integer=True, group_integer=False, key_codes=None,
+                        max_groups=max_groups, max_rows=3, group_key=key,
+                        row_key=SelectionKey.from_seed(12), quantile_columns=[], bins=1)
+    assert "dense_rank" not in built.with_clause
+    kept = set(con.execute(built.with_clause + "\nSELECT u, g0 FROM kept").fetchall())
+    groups = {}
+    for unit, label in rows:
+        groups.setdefault(unit, set()).add(label)
+    user_codes = column_codes(groups)
+    item_codes = column_codes(labels)
+    expected = {(unit, label) for unit, items in groups.items()
+                for label in selected_items(unit, sorted(items), max_groups, key, user_codes,
+                                            item_codes)}
+    assert kept == expected

@@ -130,7 +130,8 @@ class BoundedSql:
 
 
 def _group_choice(dialect: Dialect, source: str, carried: list, gcols: list, max_groups: int,
-                  group_key: SelectionKey, tie_codes: list, final: str) -> list:
+                  group_key: SelectionKey, tie_codes: list, final: str,
+                  distinct_pairs: bool = False) -> list:
     """CTEs ending in ``final`` (the ``carried`` columns): per unit, the rows of
     its ``max_groups`` groups of smallest ``(m, code(g), [canonical(g)], g..)``.
 
@@ -138,13 +139,24 @@ def _group_choice(dialect: Dialect, source: str, carried: list, gcols: list, max
     unit's ``max_groups`` smallest distinct keys, which include every row of
     the chosen groups; then the exact order on those rows.  Rows of one group
     share one rank and distinct groups never do, so this is ``row_number`` over
-    the distinct (unit, group) pairs without building them and joining back."""
+    the distinct (unit, group) pairs without building them and joining back.
+
+    ``distinct_pairs``: ``source`` has one row per (unit, group) (the
+    count-only pairs), so the full order is distinct within a unit and both
+    ranks are ``row_number`` over it: one window over the full order keeps
+    the same rows (the first window's survivors hold every row of full rank
+    ``<= max_groups``), one sort instead of two."""
     ctes = _key_ctes(dialect, "gk", source, carried, group_key, "uc", "gc")
     ranked = [c for c in carried if c not in ("uc", "gc", "gt")] + tie_codes
     ranked_columns = ", ".join(ranked)
     ctes.append(f"gin AS (SELECT {ranked_columns}, {dialect.key32('m')} AS m FROM gk_d)")
     order_groups = ", ".join(["m"] + tie_codes + gcols)
     kept = ", ".join(c for c in carried if c not in ("uc", "gc", "gt"))
+    if distinct_pairs:
+        ctes.append(f"{final} AS (SELECT {kept} FROM (SELECT {kept}, row_number() OVER "
+                    f"(PARTITION BY u ORDER BY {order_groups}) AS rk FROM gin) WHERE rk <= "
+                    f"{max_groups})")
+        return ctes
     ctes.append(f"gpre AS (SELECT {ranked_columns}, m FROM (SELECT {ranked_columns}, m, "
                 f"dense_rank() OVER (PARTITION BY u ORDER BY m) AS rk FROM gin) WHERE rk <= "
                 f"{max_groups})")
@@ -329,7 +341,7 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
                                     coded_pairs)
     elif max_groups is not None:
         ctes += _group_choice(dialect, coded, carried, gcols, max_groups, group_key,
-                              tie_codes, "gsel")
+                              tie_codes, "gsel", distinct_pairs=pairs)
     else:
         ctes.append(f"gsel AS (SELECT {', '.join(row_columns)} FROM {coded})")
     if pairs:
