@@ -528,7 +528,12 @@ def run(plan: QueryPlan) -> GroupStatistics:
         built = compile_plan(plan, kinds, coded_source=coded)
         text = built.with_clause + "\n" + built.main
         try:
-            if coded is None:
+            if coded is None and plan.joins:
+                # the joined relation lives on our own cursor (open_joined): a view of it
+                # and our SQL there, without the relational API rendering the statement
+                projected.create_view("privloss_source")
+                rows = source.connection.execute(text).fetchall()
+            elif coded is None:
                 rows = projected.query("privloss_source", text).fetchall()
             else:           # our SQL over our own tables on this cursor
                 rows = source.connection.execute(text).fetchall()
