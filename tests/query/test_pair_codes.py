@@ -11,8 +11,9 @@ import hashlib
 import duckdb
 import pytest
 
-from privloss.query.bounding import is_canonical_integer, text_code, text_code_digits
-from privloss.query.engines._sql import DUCKDB, SelectionKey, bounded_sql, coded_pairs_sql
+from privloss.query.bounding import (SelectionKey, is_canonical_integer, text_code,
+                                     text_code_digits)
+from privloss.query.engines._sql import DUCKDB, bounded_sql, coded_pairs_sql
 
 
 def _connection(rows, types):
