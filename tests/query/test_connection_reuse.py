@@ -62,3 +62,22 @@ def test_a_service_snapshot_does_not_share(files):
     item = FileInput(None, "csv", False, ("x.csv",), tables=LoadedTables(prepare=True))
     assert not duckdb_joins._reusable([item])
     assert not duckdb_joins._reusable([FileInput(None, "csv", False, ("x.csv",))])
+
+
+def test_a_join_statement_runs_on_its_own_cursor_again_and_again(files, monkeypatch):
+    # the joined plan's statement runs over a view on the release's cursor (not the
+    # relational API's rendering): a second run on the shared connection sees no
+    # view of the first, and the released values are those of separate connections
+    real, results = duckdb_engine.run, []
+
+    def twice(plan):
+        results.extend([real(plan), real(plan)])
+        return results[-1]
+
+    monkeypatch.setattr(duckdb_engine, "run", twice)
+    release = _release(files)
+    assert len(results) == 2 and results[0] == results[1]
+    monkeypatch.setattr(duckdb_engine, "run", real)
+    with monkeypatch.context() as patch:
+        patch.setattr(duckdb_joins, "_reusable", lambda inputs: False)
+        assert _release(files).rows == release.rows

@@ -130,7 +130,8 @@ class BoundedSql:
 
 
 def _group_choice(dialect: Dialect, source: str, carried: list, gcols: list, max_groups: int,
-                  group_key: SelectionKey, tie_codes: list, final: str) -> list:
+                  group_key: SelectionKey, tie_codes: list, final: str,
+                  distinct_pairs: bool = False) -> list:
     """CTEs ending in ``final`` (the ``carried`` columns): per unit, the rows of
     its ``max_groups`` groups of smallest ``(m, code(g), [canonical(g)], g..)``.
 
@@ -138,13 +139,24 @@ def _group_choice(dialect: Dialect, source: str, carried: list, gcols: list, max
     unit's ``max_groups`` smallest distinct keys, which include every row of
     the chosen groups; then the exact order on those rows.  Rows of one group
     share one rank and distinct groups never do, so this is ``row_number`` over
-    the distinct (unit, group) pairs without building them and joining back."""
+    the distinct (unit, group) pairs without building them and joining back.
+
+    ``distinct_pairs``: ``source`` has one row per (unit, group) (the
+    count-only pairs), so the full order is distinct within a unit and both
+    ranks are ``row_number`` over it: one window over the full order keeps
+    the same rows (the first window's survivors hold every row of full rank
+    ``<= max_groups``), one sort instead of two."""
     ctes = _key_ctes(dialect, "gk", source, carried, group_key, "uc", "gc")
     ranked = [c for c in carried if c not in ("uc", "gc", "gt")] + tie_codes
     ranked_columns = ", ".join(ranked)
     ctes.append(f"gin AS (SELECT {ranked_columns}, {dialect.key32('m')} AS m FROM gk_d)")
     order_groups = ", ".join(["m"] + tie_codes + gcols)
     kept = ", ".join(c for c in carried if c not in ("uc", "gc", "gt"))
+    if distinct_pairs:
+        ctes.append(f"{final} AS (SELECT {kept} FROM (SELECT {kept}, row_number() OVER "
+                    f"(PARTITION BY u ORDER BY {order_groups}) AS rk FROM gin) WHERE rk <= "
+                    f"{max_groups})")
+        return ctes
     ctes.append(f"gpre AS (SELECT {ranked_columns}, m FROM (SELECT {ranked_columns}, m, "
                 f"dense_rank() OVER (PARTITION BY u ORDER BY m) AS rk FROM gin) WHERE rk <= "
                 f"{max_groups})")
@@ -211,14 +223,38 @@ def _codes(dialect: Dialect, groups: int, unit_integer: bool, group_integer: boo
     return ucode, gcode, gtie, tie_codes
 
 
-def _pair_ctes(source: str, gcols: list, ucode: str, gcode: str, gtie: str) -> list:
+def _pair_ctes(dialect: Dialect, source: str, gcols: list, ucode: str, gcode: str, gtie: str,
+               group_integer: bool) -> list:
     """The CTEs ``pairs`` and ``coded``: the (unit, group) pairs of ``source``
-    (null units and groups dropped) with their row count ``c`` and codes."""
+    (null units and groups dropped) with their row count ``c`` and codes.
+
+    A text code (one text group column, or several columns) is a function of
+    the groups' texts alone, so it is computed once per distinct text
+    (``gcodes``) and joined back on the texts (``CAST(g AS text)``; byte
+    equality): the same value on every pair as computing it there, without a
+    regular expression and an md5 per pair.  Joining on the texts, not on the
+    values, keeps each pair's code a function of its own group's text even for
+    types whose equal values print differently (so a unit's choice still
+    reads no other unit's rows).  An integer group column's code is a cast:
+    computed per pair."""
     glist = ", ".join(gcols)
     not_null = " AND ".join(["u IS NOT NULL"] + [f"{g} IS NOT NULL" for g in gcols])
-    return [f"pairs AS (SELECT u, {glist}, count(*) AS c FROM {source} "
-            f"WHERE {not_null} GROUP BY u, {glist})",
-            f"coded AS (SELECT u, {glist}, c, {ucode} AS uc, {gcode} AS gc{gtie} FROM pairs)"]
+    pairs = (f"pairs AS (SELECT u, {glist}, count(*) AS c FROM {source} "
+             f"WHERE {not_null} GROUP BY u, {glist})")
+    if len(gcols) == 1 and group_integer:
+        return [pairs, f"coded AS (SELECT u, {glist}, c, {ucode} AS uc, {gcode} AS gc{gtie} "
+                       f"FROM pairs)"]
+    text = dialect.text
+    texts = ", ".join(f"CAST({g} AS {text}) AS {g}" for g in gcols)
+    on = " AND ".join(f"CAST(pairs.{g} AS {text}) = gcodes.{g}" for g in gcols)
+    carried = ", ".join(f"pairs.{g} AS {g}" for g in gcols)
+    tie = ", gcodes.gt AS gt" if gtie else ""
+    # gcode and gtie read g0.. as text: here the columns already are the texts
+    return [pairs,
+            f"gcodes AS (SELECT {glist}, {gcode} AS gc{gtie} FROM "
+            f"(SELECT DISTINCT {texts} FROM pairs) AS group_texts)",
+            f"coded AS (SELECT pairs.u AS u, {carried}, pairs.c AS c, {ucode} AS uc, "
+            f"gcodes.gc AS gc{tie} FROM pairs INNER JOIN gcodes ON {on})"]
 
 
 def coded_pairs_sql(dialect: Dialect, source: str, *, groups: int, unit_integer: bool,
@@ -234,7 +270,7 @@ def coded_pairs_sql(dialect: Dialect, source: str, *, groups: int, unit_integer:
     the same statistics, without regrouping and recoding the rows."""
     gcols = [f"g{i}" for i in range(groups)]
     ucode, gcode, gtie, tie_codes = _codes(dialect, groups, unit_integer, group_integer)
-    ctes = _pair_ctes(source, gcols, ucode, gcode, gtie)
+    ctes = _pair_ctes(dialect, source, gcols, ucode, gcode, gtie, group_integer)
     rest = ", ".join(gcols + ["c", "uc", "gc"] + (["gt"] if gtie else []))
     # p: the pairs numbered by unit, then by _group_choice's order after m
     order = ", ".join(["u"] + tie_codes + gcols)
@@ -289,7 +325,7 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
     if pairs:       # count-only statistics: bound the (unit, group) pairs, not the rows
         row_columns = ["u"] + gcols + ["c"]
         if coded_source is None:
-            ctes += _pair_ctes(source, gcols, ucode, gcode, gtie)
+            ctes += _pair_ctes(dialect, source, gcols, ucode, gcode, gtie, group_integer)
     else:
         row_columns = ["u"] + gcols + vcols
         ctes.append(f"coded AS (SELECT {', '.join(row_columns)}, {ucode} AS uc, {gcode} AS gc"
@@ -305,7 +341,7 @@ def bounded_sql(dialect: Dialect, source: str, *, groups: int, value_grids: list
                                     coded_pairs)
     elif max_groups is not None:
         ctes += _group_choice(dialect, coded, carried, gcols, max_groups, group_key,
-                              tie_codes, "gsel")
+                              tie_codes, "gsel", distinct_pairs=pairs)
     else:
         ctes.append(f"gsel AS (SELECT {', '.join(row_columns)} FROM {coded})")
     if pairs:

@@ -32,7 +32,7 @@ a count-only plan without a row filter also reads the (unit, group) pairs
 with their codes, materialised once per (privacy unit, group columns)
 (:func:`~privloss.query.engines._sql.coded_pairs_sql`, numbered in the
 choice's tie order), so a release only draws its keyed group choice (one
-top-n aggregation over the pairs instead of two sorts) and counts: the same
+top-n aggregation over the pairs instead of a sort) and counts: the same
 statistics as from the rows, for every seed.
 
 Isolation: no caller text enters our SQL (only our names and integers
@@ -58,7 +58,8 @@ Runtime
 -------
 One scan of the input (only the needed columns).  Count-only plans (top-k,
 histograms, ``count`` / ``count_distinct``) aggregate the rows into (unit,
-group) pairs first and sort the pairs by (unit, 4-byte key); plans with
+group) pairs first (each group's code computed once per distinct group) and
+sort the pairs once by (unit, 4-byte key, then the tie order); plans with
 value columns sort all rows once by (unit, key), then the rows that pass,
 then per (unit, group).  Figures: ``docs/benchmarks.md``.
 """
@@ -528,7 +529,12 @@ def run(plan: QueryPlan) -> GroupStatistics:
         built = compile_plan(plan, kinds, coded_source=coded)
         text = built.with_clause + "\n" + built.main
         try:
-            if coded is None:
+            if coded is None and plan.joins:
+                # the joined relation lives on our own cursor (open_joined): a view of it
+                # and our SQL there, without the relational API rendering the statement
+                projected.create_view("privloss_source")
+                rows = source.connection.execute(text).fetchall()
+            elif coded is None:
                 rows = projected.query("privloss_source", text).fetchall()
             else:           # our SQL over our own tables on this cursor
                 rows = source.connection.execute(text).fetchall()
