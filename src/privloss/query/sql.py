@@ -58,6 +58,10 @@ from dataclasses import dataclass
 
 from privloss.query.spec import Aggregation
 
+#: a query as an analyst writes it, for the surfaces' documentation (the
+#: service's OpenAPI examples): the surfaces themselves hold no SQL
+EXAMPLE_QUERY = "SELECT country, COUNT(*) FROM views GROUP BY country"
+
 __all__ = ["UnsupportedSql", "ParsedQuery", "parse_sql", "parse_where", "filter_of"]
 
 

@@ -52,6 +52,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from privloss.query.sql import EXAMPLE_QUERY
 from privloss.service.app import ServiceError
 from privloss.service.routes import (GOAL_LIMITS, LIMITS, Delta, MinReleaseUsers,
                                      TargetHalfWidth, Text, current_analyst, granted_dataset)
@@ -138,8 +139,7 @@ _EXAMPLES = {
                   "value": {"command": "histogram", "column": "country",
                             "domain": ["US", "IN", "BR"], "target_half_width": 50}},
     "sql": {"summary": "a DP group-by, every count within +-25",
-            "value": {"command": "sql", "query": "SELECT country, COUNT(*) FROM views "
-                      "GROUP BY country", "target_half_width": 25}},
+            "value": {"command": "sql", "query": EXAMPLE_QUERY, "target_half_width": 25}},
     "running": {"summary": "daily running counts, each total within +-100",
                 "value": {"command": "running", "time_column": "day", "period": "day",
                           "start": "2026-01-01", "end": "2026-03-31",
