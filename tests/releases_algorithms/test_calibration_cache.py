@@ -220,3 +220,23 @@ def test_every_searched_algorithm_caches_the_same_answer(cache, monkeypatch, cal
     assert len(_entries(cache)) == 1
     _no_search(monkeypatch)
     assert calibrate(**arguments) == first
+
+
+def test_the_registry_path_of_the_cli_and_the_service_uses_the_cache(cache, monkeypatch):
+    """``AlgorithmSpec.events`` / ``run`` (what ``api.request`` calls for the CLI
+    and the service) calibrate through the cache: a new process finds the entry."""
+    from privloss.releases.algorithms.registry import ALGORITHMS
+
+    spec = ALGORITHMS["unknown-gumbel"]
+    arguments = dict(epsilon=0.8125, delta=1e-7, k=3, l0_sensitivity=2)
+    events = spec.events(**arguments)
+    [entry] = _entries(cache)
+    code = ("from privloss.releases.algorithms import _calibrate as c\n"
+            "c._bracketed_largest = None  # a search would fail\n"
+            "from privloss.releases.algorithms.registry import ALGORITHMS\n"
+            "print(ALGORITHMS['unknown-gumbel'].events(epsilon=0.8125, delta=1e-7, k=3, "
+            "l0_sensitivity=2))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": SRC}, check=True)
+    assert out.stdout.strip() == repr(events)
+    assert entry.exists()
