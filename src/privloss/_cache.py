@@ -107,12 +107,11 @@ def read_entry(namespace: str, key: dict):
     path = _entry_path(namespace, canonical)
     if path is None:
         return None
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_ENTRY_BYTES + 1)
-    except OSError:
-        return None
-    if len(raw) > MAX_ENTRY_BYTES:
+    from privloss._files import InputFileError, read_regular_file
+
+    try:        # a regular file only: a FIFO put in its place cannot hang the read
+        raw = read_regular_file(str(path), "cache", MAX_ENTRY_BYTES, "an entry")
+    except InputFileError:      # absent, unreadable, not a regular file, too large
         return None
     try:
         entry = json.loads(raw.decode("utf-8"))

@@ -240,3 +240,13 @@ def test_the_registry_path_of_the_cli_and_the_service_uses_the_cache(cache, monk
                          env={**os.environ, "PYTHONPATH": SRC}, check=True)
     assert out.stdout.strip() == repr(events)
     assert entry.exists()
+
+
+def test_a_fifo_in_place_of_an_entry_is_a_miss_and_cannot_hang(cache):
+    key = {"a": 1}
+    path = _cache._entry_path("calibration", _cache._canonical(key))
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    assert _cache.read_entry("calibration", key) is None      # returns at once
+    assert _cache.write_entry("calibration", key, "0x1p-4") is True
+    assert _cache.read_entry("calibration", key) == "0x1p-4"
