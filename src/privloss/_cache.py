@@ -86,7 +86,7 @@ def _canonical(key: dict) -> str | None:
     spell exactly (then nothing is cached)."""
     try:
         return json.dumps(key, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None
 
 
@@ -115,7 +115,7 @@ def read_entry(namespace: str, key: dict):
         return None
     try:
         entry = json.loads(raw.decode("utf-8"))
-    except ValueError:          # bad JSON or bad UTF-8 (both ValueError subclasses)
+    except (ValueError, RecursionError):    # bad JSON, bad UTF-8, or nested too deep
         return None
     if not isinstance(entry, dict) or _canonical(entry.get("key")) != canonical:
         return None

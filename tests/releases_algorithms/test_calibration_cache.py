@@ -117,7 +117,8 @@ def test_a_forged_value_never_gives_events_beyond_the_target(cache):
 
 
 @pytest.mark.parametrize("content", [b"", b"{", b"\xff\xfe not utf-8", b"[1, 2]",
-                                     b'{"key": 1, "value": "0x1p-4"}', b"x" * 100_000])
+                                     b'{"key": 1, "value": "0x1p-4"}', b"x" * 100_000,
+                                     b"[" * 60_000, b'{"key": ' + b"[" * 60_000])
 def test_a_corrupted_file_is_a_miss(cache, content):
     good = calibrate_unknown_gumbel(**TOPK)
     [entry] = _entries(cache)
