@@ -3,7 +3,7 @@ compressed CSV against DuckDB reading the same file.
 
 Run:  python benchmarks/read_once.py [--data ../shared/data/online_retail.csv.gz]
       [--pairs 5] [--commands topk,histogram] [--baselines scan,table]
-      [--source SRC] [--json out.json]
+      [--source SRC] [--calibration-cache warm|off] [--json out.json]
 
 Each sample is a fresh process, and a pair is one DuckDB process and one
 privloss process started back to back (which goes first alternates), so a
@@ -24,6 +24,10 @@ retail columns (``CustomerID`` x ``StockCode``; top-10 unknown-gumbel,
 epsilon 1, delta 1e-6, l0 5; histogram epsilon 1, l0 5, d-bar 100), a fixed
 ``--seed`` (timing only) and a private ``PRIVLOSS_HOME`` (fingerprint key);
 ``--source`` runs the privloss of another checkout's ``src`` (before / after).
+The calibration cache (``PRIVLOSS_CACHE_DIR``, docs/cli.md) is a private
+folder of the run, ``warm`` (the default: the untimed first run of each
+command fills it, as any earlier run with the same public parameters would)
+or ``off`` (every command searches its calibration again).
 """
 
 from __future__ import annotations
@@ -103,13 +107,18 @@ def main(argv=None) -> int:
                         help="DuckDB's side: scan (count(*)) and/or table (CREATE TABLE)")
     parser.add_argument("--source", default=str(HERE.parent / "src"),
                         help="the privloss source tree to run (default: this checkout's)")
+    parser.add_argument("--calibration-cache", choices=("warm", "off"), default="warm",
+                        help="the calibration cache of the timed commands: filled by the "
+                             "untimed first run (warm) or turned off")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     data = os.path.abspath(args.data)
     results = []
     with tempfile.TemporaryDirectory(prefix="privloss-read-once-") as home:
         environment = {**os.environ, "PRIVLOSS_HOME": home,
-                       "PYTHONPYCACHEPREFIX": os.path.join(home, "pycache")}
+                       "PYTHONPYCACHEPREFIX": os.path.join(home, "pycache"),
+                       "PRIVLOSS_CACHE_DIR": os.path.join(home, "cache")
+                       if args.calibration_cache == "warm" else "off"}
         environment.pop("PYTHONDONTWRITEBYTECODE", None)
         source = os.path.abspath(args.source)
         environment["PYTHONPATH"] = os.pathsep.join(
@@ -117,12 +126,13 @@ def main(argv=None) -> int:
         for command in args.commands.split(","):
             if command not in COMMANDS:
                 parser.error(f"--commands: unknown command {command!r}")
-            # untimed: writes the bytecode cache
+            # untimed: writes the bytecode cache (and the calibration cache when warm)
             cpu_seconds(privloss_command() + [command, data] + COMMANDS[command][1:],
                         environment)
             for baseline in args.baselines.split(","):
                 results.append(measure(data, command, args.pairs, environment, baseline))
     output = {"data": data, "source": source, "load_average": os.getloadavg(),
+              "calibration_cache": args.calibration_cache,
               "results": results}
     print(json.dumps(output, indent=1))
     if args.json:

@@ -23,6 +23,9 @@ from hypothesis import settings
 # started by tests inherit it
 if not os.environ.get("PRIVLOSS_HOME"):
     os.environ["PRIVLOSS_HOME"] = tempfile.mkdtemp(prefix="privloss-test-home-")
+# the calibration cache (privloss._cache) likewise: a private folder of this run
+if "PRIVLOSS_CACHE_DIR" not in os.environ:
+    os.environ["PRIVLOSS_CACHE_DIR"] = tempfile.mkdtemp(prefix="privloss-test-cache-")
 
 settings.register_profile("derandomized", derandomize=True, database=None,
                           print_blob=True)

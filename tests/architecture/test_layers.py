@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2] / "src" / "privloss"
 #: and, in the top layer, only the surfaces listed in SURFACE_EDGES
 LAYERS = {
     "_lazy": 0, "_files": 0, "_exact": 0,
-    "events": 1,
+    "events": 1, "_cache": 1,
     "bounds": 2, "samplers": 2, "serialize": 2,
     "pld": 3, "fdp": 3,
     "accounting": 4, "mechanisms": 4,

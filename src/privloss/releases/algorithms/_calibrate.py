@@ -31,6 +31,17 @@ theorem).  The answer is re-checked with every bound as always; if that
 re-check refuses it (such a tie), the accountant's own search runs instead.
 Same knob, same events, same noise as the accountant's search otherwise
 (tests/releases_algorithms/test_pure_calibration.py).
+
+Calibration cache: a search's answer depends only on public parameters
+(the algorithm, its fixed arguments, the target epsilon and delta, the model,
+the code), never on data, so callers that pass ``cache_key`` keep it across
+processes in the per-user cache (:mod:`privloss._cache`; ``PRIVLOSS_CACHE_DIR``
+names the folder, ``off`` turns it off).  A cached knob is used only after the
+same final re-check with every bound as a searched one (its events composed by
+the full accountant within the target), so a corrupted or forged entry can
+never make a release less private: it is ignored, searched again and
+overwritten.  The same knob gives the same events, so the release is the same
+with or without the cache.
 """
 
 from __future__ import annotations
@@ -43,6 +54,8 @@ from privloss.accounting import CANDIDATES, AccountingResult, compose
 from privloss.accounting.accountant import meets_epsilon
 from privloss.events import Interaction
 
+#: the calibrations' folder in the per-user cache (privloss._cache)
+CACHE_NAMESPACE = "calibration"
 #: relative width of the final bracket (the knob is at most this far below optimal)
 TOLERANCE = 1e-5
 #: bounds used during the search (all but the slow exact recursion)
@@ -172,19 +185,41 @@ class _NotPure(Exception):
 def largest_meeting(events_of: Callable[[float], tuple], target_epsilon: float,
                     target_delta: float, *, guess: float,
                     interaction: Interaction | str = Interaction.ADAPTIVE,
-                    tolerance: float = TOLERANCE) -> tuple[float, AccountingResult]:
+                    tolerance: float = TOLERANCE,
+                    cache_key: dict | None = None) -> tuple[float, AccountingResult]:
     """Largest ``x > 0`` (to a relative ``tolerance``) with
     ``compose(events_of(x), target_delta).epsilon <= target_epsilon``.
 
     Pure DP (delta 0, pure events): the comparison is made on
     :func:`exact_pure_epsilon` (see the module docstring); the answer is
     re-checked with every bound either way.
+    ``cache_key``: public parameters that, with the target, the model, the
+    guess and the tolerance, determine ``events_of`` (the algorithm's name and
+    its fixed arguments); when given, the answer is looked up in and stored to
+    the per-user cache (:mod:`privloss._cache`, see "Calibration cache" in the
+    module docstring).  None (the default): no cache.
     Raises ``ValueError`` (naming the budget) when not even a vanishing knob
     meets the target (e.g. a delta part that alone exceeds target_delta).
     """
     guess = float(guess)
     if not (guess > 0 and math.isfinite(guess)):
         guess = 1.0
+    key = None
+    if cache_key is not None:
+        key = _full_key(cache_key, target_epsilon, target_delta, interaction, guess, tolerance)
+        cached = _from_cache(key, events_of, target_epsilon, target_delta, interaction)
+        if cached is not None:
+            return cached
+    low, result = _search(events_of, target_epsilon, target_delta, guess, interaction,
+                          tolerance)
+    if key is not None:
+        from privloss._cache import write_entry
+
+        write_entry(CACHE_NAMESPACE, key, low.hex())
+    return low, result
+
+
+def _search(events_of, target_epsilon, target_delta, guess, interaction, tolerance):
     pure = _pure_meets(events_of, target_epsilon, target_delta, interaction, guess)
     if pure is not None:
         try:
@@ -205,3 +240,40 @@ def largest_meeting(events_of: Callable[[float], tuple], target_epsilon: float,
     if result.value > target_epsilon:       # monotone bounds make this impossible; stay safe
         raise ArithmeticError("calibrated parameters failed their re-check")
     return low, result
+
+
+def _full_key(cache_key: dict, target_epsilon, target_delta, interaction, guess: float,
+              tolerance) -> dict:
+    """Everything the search's answer depends on: the caller's public
+    parameters, the target, the model, where the search starts, its
+    tolerance and the code (:func:`privloss._cache.code_fingerprint`)."""
+    from privloss._cache import code_fingerprint
+
+    return {"parameters": cache_key, "target_epsilon": target_epsilon,
+            "target_delta": target_delta, "interaction": within_release(interaction).value,
+            "guess": guess, "tolerance": tolerance, "code": code_fingerprint()}
+
+
+def _from_cache(key: dict, events_of, target_epsilon, target_delta, interaction):
+    """The cached knob and its full accountant result, or None: absent, not a
+    positive finite float, refused by ``events_of``, or not within the target
+    when re-checked with every bound (a corrupted or forged entry is then
+    recomputed and overwritten, never used)."""
+    from privloss._cache import read_entry
+
+    value = read_entry(CACHE_NAMESPACE, key)
+    if not isinstance(value, str):
+        return None
+    try:
+        knob = float.fromhex(value)
+    except (ValueError, OverflowError):
+        return None
+    if not (knob > 0 and math.isfinite(knob)):
+        return None
+    try:
+        result = spent(events_of(knob), target_delta, interaction)
+    except (ValueError, ArithmeticError):
+        return None
+    if not result.value <= target_epsilon:
+        return None
+    return knob, result

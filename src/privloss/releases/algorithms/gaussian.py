@@ -137,7 +137,10 @@ def calibrate_known_gaussian(*, epsilon, delta, l0_sensitivity, linf_sensitivity
 
     chosen, _ = _calibrate.largest_meeting(events_of, target, target_delta,
                                            guess=_rho_guess(target, target_delta),
-                                           interaction=interaction)
+                                           interaction=interaction,
+                                           cache_key={"algorithm": "known-gaussian",
+                                                      "l0_sensitivity": l0,
+                                                      "linf_sensitivity": linf})
     return {"rho": chosen, "l0_sensitivity": l0, "linf_sensitivity": linf}
 
 
@@ -289,7 +292,9 @@ def calibrate_gauss_ordered(*, k, epsilon, delta, known_domain=True, l0_sensitiv
 
     chosen, _ = _calibrate.largest_meeting(events_of, target, total_delta,
                                            guess=_rho_guess(target, total_delta),
-                                           interaction=interaction)
+                                           interaction=interaction,
+                                           cache_key={"algorithm": "gauss-ordered",
+                                                      "selection_share": share, **base})
     return {**base, **knobs(chosen)}
 
 
@@ -420,5 +425,6 @@ def calibrate_trunc_gauss(*, epsilon, delta, l0_sensitivity, linf_sensitivity=1,
 
     chosen, _ = _calibrate.largest_meeting(events_of, target, total_delta,
                                            guess=_rho_guess(target, total_delta - truncation),
-                                           interaction=interaction)
+                                           interaction=interaction,
+                                           cache_key={"algorithm": "trunc-gauss", **base})
     return {**base, "rho": chosen}

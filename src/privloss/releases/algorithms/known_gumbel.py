@@ -120,5 +120,7 @@ def calibrate_known_gumbel(*, k, epsilon, delta=0.0, linf_sensitivity=1,
         return plan_known_gumbel(k=k, epsilon=x, linf_sensitivity=linf).events
 
     chosen, _ = _calibrate.largest_meeting(events_of, target, target_delta, guess=target / (2 * k),
-                                           interaction=interaction)
+                                           interaction=interaction,
+                                           cache_key={"algorithm": NAME, "k": k,
+                                                      "linf_sensitivity": linf})
     return {"k": k, "epsilon": chosen, "count_epsilon": chosen, "linf_sensitivity": linf}

@@ -125,6 +125,9 @@ def calibrate_known_laplace(*, epsilon, delta=0.0, l0_sensitivity, linf_sensitiv
         def events_of(x: float) -> tuple:
             return plan_known_laplace(epsilon=x, l0_sensitivity=l0, linf_sensitivity=linf).events
         chosen, _ = _calibrate.largest_meeting(events_of, target, target_delta, guess=target,
-                                               interaction=interaction)
+                                               interaction=interaction,
+                                               cache_key={"algorithm": NAME,
+                                                          "l0_sensitivity": l0,
+                                                          "linf_sensitivity": linf})
         chosen = max(chosen, float(rational_at_most(target)))  # never worse than l1
     return {"epsilon": chosen, "l0_sensitivity": l0, "linf_sensitivity": linf}

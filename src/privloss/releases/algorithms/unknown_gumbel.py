@@ -192,5 +192,6 @@ def calibrate_unknown_gumbel(*, k, epsilon, delta, l0_sensitivity=None, linf_sen
         return plan_unknown_gumbel(epsilon=x, **base).events
 
     chosen, _ = _calibrate.largest_meeting(events_of, target, total_delta,
-                                           guess=target / (2 * int(k)), interaction=interaction)
+                                           guess=target / (2 * int(k)), interaction=interaction,
+                                           cache_key={"algorithm": NAME, **base})
     return {**base, "epsilon": chosen, "count_epsilon": chosen}
