@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import os
 import threading
+from _thread import allocate_lock as _allocate_lock
 
 __all__ = ["group_for", "writing", "MAX_BATCH"]
 
@@ -56,15 +57,35 @@ _GROUPS_LOCK = threading.Lock()
 
 
 class _Work:
-    __slots__ = ("ledger", "body", "result", "error", "done", "lead", "wrote", "durable")
+    """One piece of work and its thread's wake-up: ``signal`` is a bare lock,
+    taken at creation, that the thread waits on by acquiring it and that is
+    released once per wake-up (the lead handed to it, or its work done). A
+    bare lock is a single C call on each side; an ``Event`` is a Condition with
+    a lock and a waiter lock per wait, about a dozen Python-level steps, and
+    with 16 writers those steps were a tenth of the interpreter's time."""
 
-    def __init__(self, ledger, body):
+    __slots__ = ("ledger", "body", "result", "error", "finished", "signal", "wrote", "durable")
+
+    def __init__(self, ledger, body, durable: bool):
         self.ledger, self.body = ledger, body
         self.result = self.error = None
         self.wrote = False
-        self.durable = True
-        self.done = threading.Event()
-        self.lead = False
+        self.durable = durable
+        self.finished = False       # set (by the leader) before the wake-up
+        self.signal = _allocate_lock()
+        self.signal.acquire()
+
+    def wake(self) -> None:
+        self.signal.release()
+
+    def wait(self) -> None:
+        self.signal.acquire()
+
+    def finish(self) -> None:
+        """Its result or error is set: mark it done and wake its thread (a leader
+        finishing its own work wakes nobody: the released lock is just dropped)."""
+        self.finished = True
+        self.signal.release()
 
 
 class GroupCommit:
@@ -81,8 +102,7 @@ class GroupCommit:
         ``durable=False``: the work may be lost with the last commits in a power
         failure (never torn; a later durable commit makes it durable too); a
         batch is committed durably if any of its pieces asks for it."""
-        work = _Work(ledger, body)
-        work.durable = durable
+        work = _Work(ledger, body, durable)
         with self._lock:
             self._queue.append(work)
             lead = not self._leading
@@ -90,10 +110,8 @@ class GroupCommit:
         if lead:
             self._lead(work)
         else:
-            work.done.wait()
-            if work.lead:           # handed the lead: our work is in the next batch
-                work.lead = False
-                work.done.clear()
+            work.wait()
+            if not work.finished:   # handed the lead: our work is in the next batch
                 self._lead(work)
         if work.error is not None:
             raise work.error
@@ -102,7 +120,7 @@ class GroupCommit:
     def _lead(self, mine: _Work) -> None:
         """Commit batches until ``mine`` is done; then hand the lead on."""
         try:
-            while not mine.done.is_set():
+            while not mine.finished:
                 with self._lock:
                     batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
                 self._commit(mine.ledger, batch)
@@ -110,8 +128,7 @@ class GroupCommit:
             with self._lock:
                 if self._queue:
                     successor = self._queue[0]
-                    successor.lead = True
-                    successor.done.set()
+                    successor.wake()        # not finished: it leads
                 else:
                     self._leading = False
 
@@ -141,12 +158,12 @@ class GroupCommit:
                     work.result, work.error = None, error
                 _forget(work.ledger, floors)
             for work in batch:
-                work.done.set()
+                work.finish()
             if not isinstance(error, Exception):
                 raise
             return
         for work in batch:
-            work.done.set()
+            work.finish()
 
     @staticmethod
     def _run_batch(ledger, batch: list[_Work], *, savepoints: bool) -> None:
@@ -193,9 +210,9 @@ class GroupCommit:
                 work.result, work.error = None, error
             _forget(work.ledger, floors)
             if not isinstance(error, Exception):
-                work.done.set()
+                work.finish()
                 raise
-        work.done.set()
+        work.finish()
 
 
 def _forget(owner, floors: dict) -> None:
