@@ -149,8 +149,7 @@ class AnchoredLedger:
             # follow its commit, so read them now (a lag here only looks ahead or
             # behind by that process's own first heads: a spurious refusal, never a hidden deletion)
             recorded, state = now, anchor.read()
-        heads = {name: (state_.count, state_.chain)
-                 for name, state_ in self._verified.items()}
+        heads = dict(self._opened)      # as verified in this snapshot
         if recorded is None:
             self._pending_anchor = anchor
             return
@@ -171,8 +170,7 @@ class AnchoredLedger:
             self._anchor_now(pending)
         try:
             for name in sorted(self._ahead):
-                state = self._verified[name]
-                self._witness(name, state.count, state.chain)
+                self._witness(name, *self._opened[name])
         except LedgerError:
             pass        # a reader that cannot append: the ledger stays ahead, which is safe
 

@@ -221,6 +221,7 @@ def _forget(owner, floors: dict) -> None:
         owner._verified.clear()
         owner._parsed.clear()
         owner._tables.clear()
+        owner._views.clear()
         owner._floor.clear()
         owner._floor.update(floors[id(owner)])
 

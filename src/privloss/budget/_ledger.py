@@ -29,6 +29,7 @@ from ._migrate import upgrade_version_1, upgrade_version_2
 from ._postgres import PostgresStore, is_postgres_url
 from ._protocol import ReleaseProtocol
 from ._running import DatasetTables, tables_for
+from ._shared import check_view, opened, shared_for
 from ._store import LedgerFile
 
 __all__ = ["Ledger", "Receipt", "check_dataset_name", "LEDGER_INTERACTIONS", "DEFAULT_TIMEOUT",
@@ -69,11 +70,11 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
             self._file = PostgresStore(text, timeout=timeout, create=bool(create))
         else:
             self._file = LedgerFile(os.path.abspath(text), timeout=timeout, create=bool(create))
-        self._verified: dict[str, Verified] = {}
-        self._parsed: dict[str, list] = {}
-        # per dataset: its verified history as running tables (O(1) re-checks)
-        self._tables: dict[str, DatasetTables] = {}
-        self._lock = threading.Lock()
+        # the process's verified histories and running tables (O(1) re-checks) of this
+        # ledger, shared by its Ledger objects; per dataset this object's view (_shared)
+        shared = shared_for(type(self._file).__name__, self._file.path)
+        self._verified, self._parsed, self._tables, self._lock, self._views = (
+            shared.verified, shared.parsed, shared.tables, shared.lock, {})
         # per thread: datasets verified in the current read-only snapshot
         self._snapshot_state = threading.local()
         # fresh dry-run verdicts and the (head, release count) they hold for
@@ -113,10 +114,20 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
             with self._file.transaction(conn, write=False):
                 self._resolve_anchor(conn, witness, key_file)
             with self._file.transaction(conn, write=False):
-                for (name,) in conn.execute("SELECT name FROM datasets").fetchall():
-                    self._verify(conn, name)
+                self._opened = {name: self._verify_opening(conn, name)
+                                for (name,) in conn.execute("SELECT name FROM datasets")}
                 self._open_anchor(conn)
         self._finish_anchor()
+        self._opened = None
+
+    def _verify_opening(self, conn, name: str) -> tuple[int, str]:
+        """On open: the dataset's whole history verified in the opening snapshot,
+        never from the shared cache (:func:`._shared.opened`); its (count, head)."""
+        state = verify(conn, self.path, name, None)
+        with self._lock:
+            opened(self, name, state)
+            self._floor[name] = max(self._floor.get(name, 0), state.count)
+        return state.count, state.chain
 
     def _verify(self, conn, name: str, prefetched=None) -> Verified:
         """Verify the hash chain of a dataset's history (the part not yet
@@ -153,6 +164,7 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                     return verify(conn, self.path, name, None, present=present, row=row)
             state = verify(conn, self.path, name, cached, present=present, row=row,
                            records=records)
+            check_view(self.path, name, self._views, state)
             self._verified[name] = state
             # any count seen committed bounds every later one (the charging check)
             self._floor[name] = max(self._floor.get(name, 0), state.count)

@@ -1,0 +1,119 @@
+"""Ledger objects of one process share their verified histories (``_shared``):
+each release is verified once per process, yet every object still refuses a
+history that does not continue the one it used, and opening still verifies
+everything from the file."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from privloss.budget import Ledger, LedgerBudgetError, LedgerIntegrityError
+from privloss.budget import _integrity
+from privloss.events import PureDP
+from tests.ledger._edits import untriggered
+
+
+def _rolled_back(path: str) -> None:
+    """Delete dataset d's newest release, pointing its head back (consistent:
+    what a restored older copy in place would show)."""
+    with untriggered(path) as conn:
+        newest, = conn.execute("SELECT max(id) FROM releases WHERE dataset = 'd'").fetchone()
+        before = conn.execute("SELECT chain FROM releases WHERE dataset = 'd' AND id < ? "
+                              "ORDER BY id DESC LIMIT 1", (newest,)).fetchone()
+        head = before[0] if before else conn.execute(
+            "SELECT digest FROM datasets WHERE name = 'd'").fetchone()[0]
+        conn.execute("DELETE FROM outcomes WHERE release_id = ?", (newest,))
+        conn.execute("DELETE FROM releases WHERE id = ?", (newest,))
+        conn.execute("UPDATE datasets SET head = ?, recorded = recorded - 1 WHERE name = 'd'",
+                     (head,))
+
+
+def test_each_release_is_verified_once_per_process(tmp_path, monkeypatch):
+    path = str(tmp_path / "ledger.sqlite")
+    first = Ledger(path)
+    first.create_dataset("d", epsilon=10.0)
+    second = Ledger(path, create=False)
+    for index in range(8):
+        first.release("d", {"q": index}, lambda: index, [PureDP(0.1)])
+    hashed = []
+    original = _integrity.release_chain
+    monkeypatch.setattr(_integrity, "release_chain",
+                        lambda *values: hashed.append(values[1]) or original(*values))
+    second.release("d", {"q": "second"}, lambda: 0, [PureDP(0.1)])
+    # before: the 8 releases `second` had not seen were hashed again; now only the
+    # outcome of the newest (charged by `first` before its answer was stored) and
+    # the new release itself
+    assert len(hashed) <= 2, hashed
+    assert second.show("d")["releases"] == 9
+
+
+def test_opening_verifies_every_record_again(tmp_path):
+    path = str(tmp_path / "ledger.sqlite")
+    ledger = Ledger(path)
+    ledger.create_dataset("d", epsilon=10.0)
+    for index in range(3):
+        ledger.release("d", {"q": index}, lambda: index, [PureDP(0.1)])
+    with untriggered(path) as conn:      # an old record edited after this process verified it
+        conn.execute("UPDATE releases SET events = replace(events, '0.1', '0.001') WHERE id = 1")
+    with pytest.raises(LedgerIntegrityError, match="release #1"):
+        Ledger(path, create=False)
+
+
+def test_an_object_refuses_a_history_that_does_not_continue_its_own(tmp_path):
+    path = str(tmp_path / "ledger.sqlite")
+    old = Ledger(path)
+    old.create_dataset("d", epsilon=10.0)
+    for index in range(3):
+        old.release("d", {"q": index}, lambda: index, [PureDP(0.1)])
+    assert old.show("d")["releases"] == 3        # `old` has verified release 3 itself
+    _rolled_back(path)
+    # without a witness a consistent shorter history opens (documented), and the
+    # new object charges on it: release 3 is now another one
+    new = Ledger(path, create=False)
+    new.release("d", {"q": "replacement"}, lambda: 0, [PureDP(0.1)])
+    assert new.show("d")["releases"] == 3
+    # the object that used the first history (through the shared cache) refuses
+    with pytest.raises(LedgerIntegrityError, match="changed or vanished"):
+        old.release("d", {"q": "after"}, lambda: 0, [PureDP(0.1)])
+    assert new.show("d")["releases"] == 3
+
+
+def test_an_object_refuses_a_rolled_back_history(tmp_path):
+    path = str(tmp_path / "ledger.sqlite")
+    old = Ledger(path)
+    old.create_dataset("d", epsilon=10.0)
+    for index in range(3):
+        old.release("d", {"q": index}, lambda: index, [PureDP(0.1)])
+    _rolled_back(path)
+    Ledger(path, create=False)               # opening replaces the shared history
+    with pytest.raises(LedgerIntegrityError):
+        old.release("d", {"q": "after"}, lambda: 0, [PureDP(0.1)])
+
+
+def test_threads_with_their_own_objects_never_overspend(tmp_path):
+    path = str(tmp_path / "ledger.sqlite")
+    # ten stored PureDP(0.1) sum to just over 1 in binary64 (test_backends.TEN_TENTHS)
+    Ledger(path).create_dataset("d", epsilon=1.0000000000000002)
+    outcomes, barrier = [], threading.Barrier(16)
+
+    def writer(index):
+        ledger = Ledger(path, create=False)
+        barrier.wait()
+        for step in range(3):
+            try:
+                ledger.release("d", {"writer": index, "step": step}, lambda: 0, [PureDP(0.1)])
+                outcomes.append("charged")
+            except LedgerBudgetError:
+                outcomes.append("refused")
+
+    threads = [threading.Thread(target=writer, args=(index,)) for index in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes.count("charged") == 10 and outcomes.count("refused") == 38
+    fresh = Ledger(path, create=False)
+    assert fresh.show("d")["releases"] == 10
+    assert fresh.verify()["verified"]
