@@ -117,3 +117,58 @@ def test_threads_with_their_own_objects_never_overspend(tmp_path):
     fresh = Ledger(path, create=False)
     assert fresh.show("d")["releases"] == 10
     assert fresh.verify()["verified"]
+
+
+def _anchored(tmp_path):
+    from privloss.budget import create_key_file
+    path = str(tmp_path / "ledger.sqlite")
+    witness, key = str(tmp_path / "ledger.witness"), create_key_file(str(tmp_path / "key"))
+    Ledger(path, witness=witness, key_file=key).create_dataset("d", epsilon=100.0)
+    return path, witness, key
+
+
+def test_one_witness_line_per_dataset_and_transaction(tmp_path):
+    import json
+    path, witness, key = _anchored(tmp_path)
+    barrier = threading.Barrier(16)
+
+    def writer(index):
+        ledger = Ledger(path, create=False, witness=witness, key_file=key)
+        barrier.wait()
+        for step in range(5):
+            ledger.release("d", {"writer": index, "step": step}, lambda: 0, [PureDP(0.01)])
+
+    threads = [threading.Thread(target=writer, args=(index,)) for index in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with open(witness) as handle:
+        lines = [json.loads(line) for line in handle if line.strip()][1:]
+    counts = [line["releases"] for line in lines if line["dataset"] == "d"]
+    # every commit's newest head, so the newest line is the whole history; the
+    # batches of concurrent charges share lines
+    assert max(counts) == 80 and len(counts) <= 81
+    report = Ledger(path, create=False).verify()
+    assert report["ahead"] == {} and report["releases"] == 80
+
+
+def test_a_failed_witness_line_fails_the_charged_release(tmp_path, monkeypatch):
+    from privloss.budget import LedgerError
+    from privloss.budget._anchor import Anchor
+    path, witness, key = _anchored(tmp_path)
+    ledger = Ledger(path, create=False, witness=witness, key_file=key)
+
+    def refuse(*_):
+        raise LedgerError("cannot write the ledger's witness: disk full")
+
+    monkeypatch.setattr(Anchor, "record", refuse)
+    computed = []
+    with pytest.raises(LedgerError, match="disk full"):
+        ledger.release("d", "q", lambda: computed.append(1), [PureDP(0.5)])
+    monkeypatch.undo()
+    assert computed == []
+    shown = ledger.show("d")        # charged (committed before the line), never computed
+    assert shown["releases"] == 1 and shown["failed"] == 1 and shown["spent_epsilon"] == 0.5
+    # the ledger is ahead of its witness: accepted and re-anchored on open
+    assert Ledger(path, create=False).verify()["ahead"] == {}

@@ -45,7 +45,7 @@ import os
 import threading
 from _thread import allocate_lock as _allocate_lock
 
-__all__ = ["group_for", "writing", "MAX_BATCH"]
+__all__ = ["group_for", "writing", "after_commit", "AfterCommitError", "MAX_BATCH"]
 
 #: pieces of work per transaction (bounds the wait of the last one)
 MAX_BATCH = 64
@@ -64,13 +64,15 @@ class _Work:
     a lock and a waiter lock per wait, about a dozen Python-level steps, and
     with 16 writers those steps were a tenth of the interpreter's time."""
 
-    __slots__ = ("ledger", "body", "result", "error", "finished", "signal", "wrote", "durable")
+    __slots__ = ("ledger", "body", "result", "error", "finished", "signal", "wrote", "durable",
+                 "after", "after_error")
 
     def __init__(self, ledger, body, durable: bool):
         self.ledger, self.body = ledger, body
         self.result = self.error = None
         self.wrote = False
         self.durable = durable
+        self.after = self.after_error = None       # see after_commit
         self.finished = False       # set (by the leader) before the wake-up
         self.signal = _allocate_lock()
         self.signal.acquire()
@@ -115,6 +117,8 @@ class GroupCommit:
                 self._lead(work)
         if work.error is not None:
             raise work.error
+        if work.after_error is not None:
+            raise AfterCommitError(work.result, work.after_error)
         return work.result
 
     def _lead(self, mine: _Work) -> None:
@@ -146,7 +150,7 @@ class GroupCommit:
                 # transaction was rolled back; run the batch again, each piece in its
                 # own savepoint, so that piece's failure rolls back only its own writes
                 for work in batch:
-                    work.result = work.error = None
+                    work.result = work.error = work.after = None
                     work.wrote = False
                     _forget(work.ledger, floors)
                 GroupCommit._run_batch(ledger, batch, savepoints=True)
@@ -162,6 +166,7 @@ class GroupCommit:
             if not isinstance(error, Exception):
                 raise
             return
+        _after_commit(batch)
         for work in batch:
             work.finish()
 
@@ -198,11 +203,15 @@ class GroupCommit:
         try:
             with ledger._write() as conn:
                 with ledger._file.transaction(conn, write=True, durable=work.durable):
+                    _RUNNING.work = work
                     try:
                         work.result = work.body(conn)
                     except Exception as error:
                         work.error = _translated(ledger, error)
                         raise _PieceFailed from None
+                    finally:
+                        _RUNNING.work = None
+            _after_commit([work])
         except _PieceFailed:
             pass        # rolled back; its caches saw no uncommitted row of another piece
         except BaseException as error:
@@ -229,6 +238,51 @@ def _forget(owner, floors: dict) -> None:
 class _Dirty(Exception):
     """Internal: a piece failed after writing; roll the batch back and rerun it
     with a savepoint per piece."""
+
+
+def after_commit(key, rank: int, action) -> None:
+    """Called by a piece of work: once its transaction has committed, and before
+    any thread of the batch is woken, run ``action()`` (nothing if the piece or
+    the transaction fails). Of the pieces of one batch that give the same
+    ``key``, only the action of the largest ``rank`` runs; its exception, if any,
+    is raised by :meth:`GroupCommit.run` in every one of those pieces' threads
+    as :class:`AfterCommitError` (with the piece's result). The ledger writes
+    one witness line per dataset and transaction this way: the newest head of
+    the batch, which every charge of the batch precedes in the chain."""
+    work = getattr(_RUNNING, "work", None)
+    if work is None:
+        raise RuntimeError("after_commit is for a piece of work run by GroupCommit")
+    work.after = (key, rank, action)
+
+
+def _after_commit(batch: list[_Work]) -> None:
+    """After a commit: the chosen action of each key (see :func:`after_commit`)."""
+    chosen: dict = {}
+    for work in batch:
+        if work.error is None and work.after is not None:
+            key, rank, action = work.after
+            if key not in chosen or rank > chosen[key][0]:
+                chosen[key] = (rank, action)
+    if not chosen:
+        return
+    errors = {}
+    for key, (_, action) in chosen.items():
+        try:
+            action()
+        except Exception as error:      # handed to each piece's own thread
+            errors[key] = error
+    for work in batch:
+        if work.error is None and work.after is not None:
+            work.after_error = errors.get(work.after[0])
+
+
+class AfterCommitError(Exception):
+    """An action run after the commit (:func:`after_commit`) failed: the piece's
+    work *was* committed (``result``); ``error`` is the action's exception."""
+
+    def __init__(self, result, error: Exception):
+        super().__init__(str(error))
+        self.result, self.error = result, error
 
 
 def writing() -> None:
