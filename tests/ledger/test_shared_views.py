@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from privloss.budget import Ledger, LedgerBudgetError, LedgerIntegrityError
+from privloss.budget import Ledger, LedgerBudgetError, LedgerError, LedgerIntegrityError
 from privloss.budget import _integrity
 from privloss.events import PureDP
 from tests.ledger._edits import untriggered
@@ -172,3 +172,41 @@ def test_a_failed_witness_line_fails_the_charged_release(tmp_path, monkeypatch):
     assert shown["releases"] == 1 and shown["failed"] == 1 and shown["spent_epsilon"] == 0.5
     # the ledger is ahead of its witness: accepted and re-anchored on open
     assert Ledger(path, create=False).verify()["ahead"] == {}
+
+
+def test_a_recreated_ledger_does_not_use_the_old_ones_history(tmp_path):
+    import os
+    path = str(tmp_path / "ledger.sqlite")
+    old = Ledger(path)
+    old.create_dataset("d", epsilon=10.0)
+    for index in range(4):
+        old.release("d", {"q": index}, lambda: index, [PureDP(0.1)])
+    for suffix in ("", "-wal", "-shm"):       # deleted (no witness: allowed, documented)
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    new = Ledger(path)
+    new.create_dataset("d", epsilon=10.0)
+    for index in range(6):       # past the old history's length, in this process
+        new.release("d", {"q": index}, lambda: index, [PureDP(0.1)])
+    assert Ledger(path, create=False).show("d")["releases"] == 6
+    with pytest.raises(LedgerError):       # the old object's file is gone
+        old.release("d", {"q": "after"}, lambda: 0, [PureDP(0.1)])
+
+
+def test_a_charge_after_a_rollback_by_another_process(tmp_path):
+    # the shared history is longer than the ledger now: a new object charges on
+    # what the ledger holds (without a witness, as before), the old one refuses
+    path = str(tmp_path / "ledger.sqlite")
+    old = Ledger(path)
+    old.create_dataset("d", epsilon=10.0)
+    new = Ledger(path, create=False)
+    for index in range(3):
+        old.release("d", {"q": index}, lambda: index, [PureDP(0.1)])
+    assert old.show("d")["releases"] == 3
+    _rolled_back(path)
+    _rolled_back(path)
+    for index in range(4):
+        new.release("d", {"q": f"new {index}"}, lambda: index, [PureDP(0.1)])
+    assert new.show("d")["releases"] == 5
+    with pytest.raises(LedgerIntegrityError):
+        old.release("d", {"q": "after"}, lambda: 0, [PureDP(0.1)])

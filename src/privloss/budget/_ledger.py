@@ -29,7 +29,7 @@ from ._migrate import upgrade_version_1, upgrade_version_2
 from ._postgres import PostgresStore, is_postgres_url
 from ._protocol import ReleaseProtocol
 from ._running import DatasetTables, tables_for
-from ._shared import check_view, opened, shared_for
+from ._shared import check_view, forget_dataset, opened, replace, shared_for
 from ._store import LedgerFile
 
 __all__ = ["Ledger", "Receipt", "check_dataset_name", "LEDGER_INTERACTIONS", "DEFAULT_TIMEOUT",
@@ -114,20 +114,11 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
             with self._file.transaction(conn, write=False):
                 self._resolve_anchor(conn, witness, key_file)
             with self._file.transaction(conn, write=False):
-                self._opened = {name: self._verify_opening(conn, name)
+                self._opened = {name: opened(self, conn, name)
                                 for (name,) in conn.execute("SELECT name FROM datasets")}
                 self._open_anchor(conn)
         self._finish_anchor()
         self._opened = None
-
-    def _verify_opening(self, conn, name: str) -> tuple[int, str]:
-        """On open: the dataset's whole history verified in the opening snapshot,
-        never from the shared cache (:func:`._shared.opened`); its (count, head)."""
-        state = verify(conn, self.path, name, None)
-        with self._lock:
-            opened(self, name, state)
-            self._floor[name] = max(self._floor.get(name, 0), state.count)
-        return state.count, state.chain
 
     def _verify(self, conn, name: str, prefetched=None) -> Verified:
         """Verify the hash chain of a dataset's history (the part not yet
@@ -160,8 +151,12 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                 if present < cached.count:
                     # this connection reads an older snapshot than one another thread
                     # verified (releases are append-only, so it is a prefix): verify
-                    # this snapshot on its own; the cache stays the newest
-                    return verify(conn, self.path, name, None, present=present, row=row)
+                    # this snapshot on its own; the cache stays the newest, unless this
+                    # is a charge's (the newest state): then it was rolled back
+                    state = verify(conn, self.path, name, None, present=present, row=row)
+                    if prefetched is not None:
+                        replace(self, name, state)
+                    return state
             state = verify(conn, self.path, name, cached, present=present, row=row,
                            records=records)
             check_view(self.path, name, self._views, state)
@@ -379,6 +374,7 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                              "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, 0)",
                              (name, epsilon, delta, interaction, policy_text, plan_text, created,
                               digest, digest))
+                forget_dataset(self, name)        # a deleted namesake's history is not this one
         self._witness(name, 0, digest)
         return self.show(name)
 

@@ -43,9 +43,9 @@ from __future__ import annotations
 import os
 import threading
 
-from ._integrity import LedgerIntegrityError, Verified, extends
+from ._integrity import LedgerIntegrityError, Verified, extends, verify
 
-__all__ = ["Shared", "shared_for", "check_view", "opened"]
+__all__ = ["Shared", "shared_for", "check_view", "opened", "replace", "forget_dataset"]
 
 
 class Shared:
@@ -109,16 +109,38 @@ class _View:
         self.count, self.chain, self.dataset = state.count, state.chain, state.dataset
 
 
-def opened(ledger, name: str, state: Verified) -> None:
-    """With the shared lock held: ``state``, a whole history verified on opening
-    ``ledger``, becomes its view; the shared history is kept if ``state`` extends
-    it (the same history, read later), else replaced by ``state`` (a history
-    longer than the one just opened was rolled back since, or was read after the
-    opening snapshot: then the objects whose views are longer verify the rest
-    again, under their own checks)."""
-    shared = ledger._verified.get(name)
-    if shared is None or not extends(state, shared):
-        ledger._verified[name] = state
+def opened(ledger, conn, name: str) -> tuple[int, str]:
+    """On opening ``ledger``: the dataset's whole history verified in the opening
+    snapshot, never from the shared one; it becomes the object's view, and the
+    shared history is kept if it extends that (the same history, read later),
+    else replaced by it (a history longer than the one just opened was rolled
+    back since, or was read after the opening snapshot: then the objects whose
+    views are longer verify the rest again, under their own checks). Returns
+    the opened (count, head)."""
+    state = verify(conn, ledger.path, name, None)
+    with ledger._lock:
+        shared = ledger._verified.get(name)
+        if shared is None or not extends(state, shared):
+            replace(ledger, name, state)
+        ledger._views[name] = _View(state)
+        ledger._floor[name] = max(ledger._floor.get(name, 0), state.count)
+    return state.count, state.chain
+
+
+def replace(ledger, name: str, state: Verified) -> None:
+    """With the shared lock held: ``state`` becomes the shared history of dataset
+    ``name`` (its parsed guarantees and tables are rebuilt from it when used)."""
+    ledger._verified[name] = state
+    ledger._parsed.pop(name, None)
+    ledger._tables.pop(name, None)
+
+
+def forget_dataset(ledger, name: str) -> None:
+    """A dataset just created (it did not exist in the creating transaction): no
+    shared history of an earlier dataset of that name is used for it (an object
+    that used one keeps its view, and so refuses the new dataset's history, as
+    its own cache did before)."""
+    with ledger._lock:
+        ledger._verified.pop(name, None)
         ledger._parsed.pop(name, None)
         ledger._tables.pop(name, None)
-    ledger._views[name] = _View(state)
