@@ -210,3 +210,27 @@ def test_a_charge_after_a_rollback_by_another_process(tmp_path):
     assert new.show("d")["releases"] == 5
     with pytest.raises(LedgerIntegrityError):
         old.release("d", {"q": "after"}, lambda: 0, [PureDP(0.1)])
+
+
+def test_a_reader_with_an_older_snapshot_reads_the_shared_prefix(tmp_path, monkeypatch):
+    path = str(tmp_path / "ledger.sqlite")
+    writer = Ledger(path)
+    writer.create_dataset("d", epsilon=10.0)
+    for index in range(3):
+        writer.release("d", {"q": index}, lambda: index, [PureDP(0.1)])
+    reader = Ledger(path, create=False)
+    expected = reader.events("d")
+    with reader._read() as conn:
+        with reader._snapshot(conn):
+            reader._dataset(conn, "d")          # the snapshot begins: 3 releases
+            for index in range(2):              # the shared history grows past it
+                writer.release("d", {"q": f"later {index}"}, lambda: 0, [PureDP(0.2)])
+            hashed = []
+            original = _integrity.release_chain
+            monkeypatch.setattr(_integrity, "release_chain",
+                                lambda *values: hashed.append(values[1]) or original(*values))
+            state = reader._verify(conn, "d")
+            assert state.count == 3 and hashed == []        # no history hashed again
+            assert tuple(reader._recorded_events(conn, "d")) == expected
+            assert reader._spending(conn, reader._dataset(conn, "d")).epsilon < 0.31
+    assert reader.show("d")["releases"] == 5

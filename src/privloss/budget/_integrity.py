@@ -45,7 +45,7 @@ import json
 from ._errors import LedgerError
 
 __all__ = ["LedgerIntegrityError", "dataset_digest", "release_chain", "release_seal", "verify",
-           "check_seal", "Verified", "releases_since", "extends"]
+           "check_seal", "Verified", "releases_since", "extends", "prefix"]
 
 
 class LedgerIntegrityError(LedgerError):
@@ -194,6 +194,29 @@ def verify(conn, path: str, name: str, state: Verified | None = None, *,
     state.analysts.extend(analysts)
     state.chains.extend(chains)
     return state
+
+
+def prefix(state: Verified, count: int, row) -> Verified | None:
+    """The first ``count`` releases of ``state``'s verified history as a history
+    of their own, if ``row`` (the dataset's row, :data:`DATASET_ROW` without the
+    count, read in a snapshot that holds ``count`` releases) records exactly that
+    history: the verified dataset record, its digest, ``count`` releases and, as
+    head, the chain value verified at ``count`` (which hashes every release before
+    it); else None (verify that snapshot on its own). ``last_id`` is unknown (-1):
+    the result is for reading, never to verify on from."""
+    *fields, digest, head, recorded = row
+    if tuple(fields) != state.dataset or recorded != count or count > state.count:
+        return None
+    if dataset_digest(*fields) != digest:
+        return None
+    if head != (state.chains[count - 1] if count else digest):
+        return None
+    part = Verified()
+    part.last_id, part.chain, part.dataset = -1, head, state.dataset
+    part.events, part.guarantees = state.events[:count], state.guarantees[:count]
+    part.plan_items, part.analysts = state.plan_items[:count], state.analysts[:count]
+    part.chains = state.chains[:count]
+    return part
 
 
 def extends(longer: Verified, shorter: Verified) -> bool:

@@ -24,7 +24,7 @@ from ._audit import AnchoredLedger
 from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, LedgerPlanError,
                       UnknownDatasetError)
 from ._integrity import (DATASET_ROW, LedgerIntegrityError, Verified, check_seal,
-                         dataset_digest, verify)
+                         dataset_digest, prefix, verify)
 from ._migrate import upgrade_version_1, upgrade_version_2
 from ._postgres import PostgresStore, is_postgres_url
 from ._protocol import ReleaseProtocol
@@ -149,11 +149,13 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                     raise LedgerIntegrityError(f"ledger {self.path}: dataset {name!r} vanished")
                 row, present = row[:-1], row[-1]
                 if present < cached.count:
-                    # this connection reads an older snapshot than one another thread
-                    # verified (releases are append-only, so it is a prefix): verify
-                    # this snapshot on its own; the cache stays the newest, unless this
-                    # is a charge's (the newest state): then it was rolled back
-                    state = verify(conn, self.path, name, None, present=present, row=row)
+                    # an older snapshot than one another thread verified: for a reader
+                    # the cache's prefix if the snapshot's head is its chain there, else
+                    # this snapshot verified on its own; a charge sees the newest state,
+                    # so the ledger was rolled back: what it holds replaces the cache
+                    state = None if prefetched is not None else prefix(cached, present, row)
+                    if state is None:
+                        state = verify(conn, self.path, name, None, present=present, row=row)
                     if prefetched is not None:
                         replace(self, name, state)
                     return state
