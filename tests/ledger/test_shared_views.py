@@ -234,3 +234,17 @@ def test_a_reader_with_an_older_snapshot_reads_the_shared_prefix(tmp_path, monke
             assert tuple(reader._recorded_events(conn, "d")) == expected
             assert reader._spending(conn, reader._dataset(conn, "d")).epsilon < 0.31
     assert reader.show("d")["releases"] == 5
+
+
+def test_the_shared_caches_go_with_the_last_object(tmp_path):
+    import gc
+    from privloss.budget import _shared
+    path = str(tmp_path / "ledger.sqlite")
+    ledger = Ledger(path)
+    ledger.create_dataset("d", epsilon=1.0)
+    ledger.release("d", "q", lambda: 0, [PureDP(0.1)])
+    key = next(key for key in list(_shared._SHARED.keys()) if key[2].endswith("ledger.sqlite")
+               and str(tmp_path) in key[2])
+    del ledger
+    gc.collect()
+    assert key not in _shared._SHARED

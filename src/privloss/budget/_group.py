@@ -28,6 +28,10 @@ the batch fails and nothing was charged, and the verified-record caches of
 the ledgers that took part are dropped (they may hold rows that were never
 committed; they are re-verified from the tables).
 
+After the COMMIT, and before any thread of the batch is woken, the leader
+runs the pieces' :func:`after_commit` actions, one per key (the ledger writes
+one witness line per dataset: the batch's newest head).
+
 Citation
 --------
 Group commit (DeWitt et al., "Implementation techniques for main memory

@@ -73,8 +73,8 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
         # the process's verified histories and running tables (O(1) re-checks) of this
         # ledger, shared by its Ledger objects; per dataset this object's view (_shared)
         shared = shared_for(type(self._file).__name__, self._file.path)
-        self._verified, self._parsed, self._tables, self._lock, self._views = (
-            shared.verified, shared.parsed, shared.tables, shared.lock, {})
+        self._shared, self._verified, self._parsed, self._tables, self._lock, self._views = (
+            shared, shared.verified, shared.parsed, shared.tables, shared.lock, {})
         # per thread: datasets verified in the current read-only snapshot
         self._snapshot_state = threading.local()
         # fresh dry-run verdicts and the (head, release count) they hold for

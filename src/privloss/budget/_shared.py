@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 
 from ._integrity import LedgerIntegrityError, Verified, extends, verify
 
@@ -58,7 +59,9 @@ class Shared:
         self.tables: dict = {}
 
 
-_SHARED: dict = {}
+#: held weakly: the caches live as long as some Ledger object of the process
+#: uses them (each holds its Shared), as each object's own caches did
+_SHARED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _SHARED_LOCK = threading.Lock()
 
 
