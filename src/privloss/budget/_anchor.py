@@ -48,8 +48,9 @@ RFC 6962, plays the witness's part).
 
 Runtime
 -------
-One ``write`` of about 200 bytes per release (no fsync: a lost line only
-leaves the ledger ahead). Opening reads the whole witness once (JSON lines)
+One ``write`` of about 200 bytes per charging transaction and dataset (the
+newest head of the transaction's charges; no fsync: a lost line only leaves
+the ledger ahead). Opening reads the whole witness once (JSON lines)
 and checks one HMAC per dataset.
 """
 

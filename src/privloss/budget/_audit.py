@@ -37,6 +37,7 @@ import secrets
 
 from ._anchor import Anchor, load_key
 from ._errors import LedgerError
+from ._group import after_commit
 from ._integrity import LedgerIntegrityError, verify
 
 __all__ = ["AnchoredLedger", "UNANCHORED_WARNING"]
@@ -149,8 +150,7 @@ class AnchoredLedger:
             # follow its commit, so read them now (a lag here only looks ahead or
             # behind by that process's own first heads: a spurious refusal, never a hidden deletion)
             recorded, state = now, anchor.read()
-        heads = {name: (state_.count, state_.chain)
-                 for name, state_ in self._verified.items()}
+        heads = dict(self._opened)      # as verified in this snapshot
         if recorded is None:
             self._pending_anchor = anchor
             return
@@ -171,8 +171,7 @@ class AnchoredLedger:
             self._anchor_now(pending)
         try:
             for name in sorted(self._ahead):
-                state = self._verified[name]
-                self._witness(name, state.count, state.chain)
+                self._witness(name, *self._opened[name])
         except LedgerError:
             pass        # a reader that cannot append: the ledger stays ahead, which is safe
 
@@ -213,10 +212,23 @@ class AnchoredLedger:
 
     def _witness(self, name: str, count: int, head: str) -> None:
         """Record a committed head (no-op without an anchor)."""
-        with self._lock:
-            self._floor[name] = max(self._floor.get(name, 0), count)
+        self._witnessed(name, count)
         if self._anchor is not None:
             self._anchor.record(self._ledger_id, name, count, head)
+
+    def _witnessed(self, name: str, count: int) -> None:
+        with self._lock:
+            self._floor[name] = max(self._floor.get(name, 0), count)
+
+    def _witness_after_commit(self, name: str, count: int, head: str) -> None:
+        """Inside a charge (a piece of group commit): once its transaction has
+        committed, record the head; of the charges of one dataset in one
+        transaction, only the newest head is written (it follows the others in
+        the chain, and the witness keeps the newest count: the same check)."""
+        anchor, ledger_id = self._anchor, self._ledger_id
+        if anchor is not None:
+            after_commit((anchor.path, name), count,
+                         lambda: anchor.record(ledger_id, name, count, head))
 
     def _check_witness_writable(self) -> None:
         """Before a charge: a witness this process cannot append to would leave

@@ -45,7 +45,7 @@ import json
 from ._errors import LedgerError
 
 __all__ = ["LedgerIntegrityError", "dataset_digest", "release_chain", "release_seal", "verify",
-           "check_seal", "Verified", "releases_since"]
+           "check_seal", "Verified", "releases_since", "extends", "prefix"]
 
 
 class LedgerIntegrityError(LedgerError):
@@ -84,6 +84,9 @@ class Verified:
         self.guarantees: list[str] = []
         self.plan_items: list = []
         self.analysts: list = []
+        #: the chain value after each verified release (``chains[i]``: after ``i + 1``),
+        #: so that another view of the history can be checked to be a prefix of this one
+        self.chains: list[str] = []
         #: the dataset's row as last verified against its digest (immutable fields)
         self.dataset: tuple | None = None
 
@@ -144,7 +147,7 @@ def verify(conn, path: str, name: str, state: Verified | None = None, *,
     # with the new ones (one query), first in id order, and checked below
     prefix_end = state.last_id if state.count else None
     previous, count, last_id = state.chain, state.count, state.last_id
-    events, guarantees, plan_items, analysts = [], [], [], []
+    events, guarantees, plan_items, analysts, chains = [], [], [], [], []
     if records is None:
         records = conn.execute(releases_since(hint), (name, state.last_id))
     for record in records:
@@ -170,6 +173,7 @@ def verify(conn, path: str, name: str, state: Verified | None = None, *,
         guarantees.append(guarantee)
         plan_items.append(plan_item)
         analysts.append(analyst)
+        chains.append(chain)
     if prefix_end is not None:
         raise LedgerIntegrityError(
             f"ledger {path} is damaged or was edited: release #{state.last_id} of dataset "
@@ -188,7 +192,40 @@ def verify(conn, path: str, name: str, state: Verified | None = None, *,
     state.guarantees.extend(guarantees)
     state.plan_items.extend(plan_items)
     state.analysts.extend(analysts)
+    state.chains.extend(chains)
     return state
+
+
+def prefix(state: Verified, count: int, row) -> Verified | None:
+    """The first ``count`` releases of ``state``'s verified history as a history
+    of their own, if ``row`` (the dataset's row, :data:`DATASET_ROW` without the
+    count, read in a snapshot that holds ``count`` releases) records exactly that
+    history: the verified dataset record, its digest, ``count`` releases and, as
+    head, the chain value verified at ``count`` (which hashes every release before
+    it); else None (verify that snapshot on its own). ``last_id`` is unknown (-1):
+    the result is for reading, never to verify on from."""
+    *fields, digest, head, recorded = row
+    if tuple(fields) != state.dataset or recorded != count or count > state.count:
+        return None
+    if dataset_digest(*fields) != digest:
+        return None
+    if head != (state.chains[count - 1] if count else digest):
+        return None
+    part = Verified()
+    part.last_id, part.chain, part.dataset = -1, head, state.dataset
+    part.events, part.guarantees = state.events[:count], state.guarantees[:count]
+    part.plan_items, part.analysts = state.plan_items[:count], state.analysts[:count]
+    part.chains = state.chains[:count]
+    return part
+
+
+def extends(longer: Verified, shorter: Verified) -> bool:
+    """Whether ``shorter``'s verified history is a prefix of ``longer``'s: the same
+    dataset record (so the same digest, the chain's start) and, at ``shorter``'s
+    length, the same chain value (which hashes every release before it)."""
+    if longer.dataset != shorter.dataset or longer.count < shorter.count:
+        return False
+    return shorter.count == 0 or longer.chains[shorter.count - 1] == shorter.chain
 
 
 def check_seal(path: str, name: str, release_id: int, chain: str, status: str, result,

@@ -24,11 +24,12 @@ from ._audit import AnchoredLedger
 from ._errors import (DatasetExistsError, LedgerBudgetError, LedgerError, LedgerPlanError,
                       UnknownDatasetError)
 from ._integrity import (DATASET_ROW, LedgerIntegrityError, Verified, check_seal,
-                         dataset_digest, verify)
+                         dataset_digest, prefix, verify)
 from ._migrate import upgrade_version_1, upgrade_version_2
 from ._postgres import PostgresStore, is_postgres_url
 from ._protocol import ReleaseProtocol
 from ._running import DatasetTables, tables_for
+from ._shared import check_view, forget_dataset, opened, replace, shared_for
 from ._store import LedgerFile
 
 __all__ = ["Ledger", "Receipt", "check_dataset_name", "LEDGER_INTERACTIONS", "DEFAULT_TIMEOUT",
@@ -69,11 +70,11 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
             self._file = PostgresStore(text, timeout=timeout, create=bool(create))
         else:
             self._file = LedgerFile(os.path.abspath(text), timeout=timeout, create=bool(create))
-        self._verified: dict[str, Verified] = {}
-        self._parsed: dict[str, list] = {}
-        # per dataset: its verified history as running tables (O(1) re-checks)
-        self._tables: dict[str, DatasetTables] = {}
-        self._lock = threading.Lock()
+        # the process's verified histories and running tables (O(1) re-checks) of this
+        # ledger, shared by its Ledger objects; per dataset this object's view (_shared)
+        shared = shared_for(type(self._file).__name__, self._file.path)
+        self._shared, self._verified, self._parsed, self._tables, self._lock, self._views = (
+            shared, shared.verified, shared.parsed, shared.tables, shared.lock, {})
         # per thread: datasets verified in the current read-only snapshot
         self._snapshot_state = threading.local()
         # fresh dry-run verdicts and the (head, release count) they hold for
@@ -113,10 +114,11 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
             with self._file.transaction(conn, write=False):
                 self._resolve_anchor(conn, witness, key_file)
             with self._file.transaction(conn, write=False):
-                for (name,) in conn.execute("SELECT name FROM datasets").fetchall():
-                    self._verify(conn, name)
+                self._opened = {name: opened(self, conn, name)
+                                for (name,) in conn.execute("SELECT name FROM datasets")}
                 self._open_anchor(conn)
         self._finish_anchor()
+        self._opened = None
 
     def _verify(self, conn, name: str, prefetched=None) -> Verified:
         """Verify the hash chain of a dataset's history (the part not yet
@@ -147,12 +149,19 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                     raise LedgerIntegrityError(f"ledger {self.path}: dataset {name!r} vanished")
                 row, present = row[:-1], row[-1]
                 if present < cached.count:
-                    # this connection reads an older snapshot than one another thread
-                    # verified (releases are append-only, so it is a prefix): verify
-                    # this snapshot on its own; the cache stays the newest
-                    return verify(conn, self.path, name, None, present=present, row=row)
+                    # an older snapshot than one another thread verified: for a reader
+                    # the cache's prefix if the snapshot's head is its chain there, else
+                    # this snapshot verified on its own; a charge sees the newest state,
+                    # so the ledger was rolled back: what it holds replaces the cache
+                    state = None if prefetched is not None else prefix(cached, present, row)
+                    if state is None:
+                        state = verify(conn, self.path, name, None, present=present, row=row)
+                    if prefetched is not None:
+                        replace(self, name, state)
+                    return state
             state = verify(conn, self.path, name, cached, present=present, row=row,
                            records=records)
+            check_view(self.path, name, self._views, state)
             self._verified[name] = state
             # any count seen committed bounds every later one (the charging check)
             self._floor[name] = max(self._floor.get(name, 0), state.count)
@@ -367,6 +376,7 @@ class Ledger(ReleaseProtocol, AnchoredLedger):
                              "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, 0)",
                              (name, epsilon, delta, interaction, policy_text, plan_text, created,
                               digest, digest))
+                forget_dataset(self, name)        # a deleted namesake's history is not this one
         self._witness(name, 0, digest)
         return self.show(name)
 

@@ -19,7 +19,7 @@ from ._accounting import Dataset, Spending
 from ._common import (Receipt, _check_analyst, _check_events, _guarantee_text, _identity, _now,
                       check_dataset_name)
 from ._errors import LedgerBudgetError, LedgerError
-from ._group import group_for, writing
+from ._group import AfterCommitError, group_for, writing
 from ._integrity import DATASET_ROW, check_seal, release_chain, release_seal, releases_since
 
 __all__ = ["ReleaseProtocol"]
@@ -187,11 +187,16 @@ class ReleaseProtocol:
                 conn, name, key, events_text, guarantee, plan_item, spent, time, analyst,
                 owner, verified.chain, verified.count,
                 None if prefetched is None else prefetched.next_id)
+            self._witness_after_commit(name, count, head)
             return "charged", (release_id, count, head, plan_item, spent, time)
 
         deadline = _time.monotonic() + self._file.timeout
+        unwitnessed = None
         while True:
-            outcome, value = group.run(self, charge)
+            try:
+                outcome, value = group.run(self, charge)
+            except AfterCommitError as failed:      # charged, but its witness line failed
+                (outcome, value), unwitnessed = failed.result, failed.error
             if outcome == "stored":
                 return self._receipt(value, cached=True, decode=decode)
             if outcome == "charged":
@@ -204,11 +209,12 @@ class ReleaseProtocol:
                                   f"again later (nothing was recorded)")
             _time.sleep(0.02)
         self._stage("charged")
-        try:
-            self._witness(name, count, head)        # after the commit: never ahead of it
-        except LedgerError:
+        # the witness line (the batch's newest head of this dataset) was written after
+        # the commit, before this thread was woken (_witness_after_commit)
+        self._witnessed(name, count)
+        if unwitnessed is not None:
             self._finish(release_id, head, "failed", None)
-            raise
+            raise unwitnessed
 
         try:
             result_text = result_to_text(encode(compute()))
