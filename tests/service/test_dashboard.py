@@ -351,3 +351,21 @@ def test_budget_chart_time_axis_reads_as_clock_times(spacing, pattern):
     figure.canvas.draw()
     labels = [label.get_text() for label in figure.axes[0].get_xticklabels()]
     assert len(labels) >= 3 and all(re.match(pattern, label) for label in labels), labels
+
+
+def test_a_dashboard_release_is_audited_with_its_parameters_and_one_rate_token(signed_in):
+    """The page after an action used to sign the analyst in again: that reset
+    the action's audit record (parameters and release id lost) and took a second
+    token from the analyst's rate."""
+    import json
+
+    client, csrf, _ = signed_in
+    service = client.app.state.service
+    taken = []
+    allow = service.limiter.allow
+    service.limiter.allow = lambda name: taken.append(name) or allow(name)
+    page = client.post("/datasets/views/release", data={**TOPK, "csrf": csrf})
+    assert page.status_code == 200 and taken == ["alice"]
+    last = json.loads(service.config.audit_log.read_text().splitlines()[-1])
+    assert last["path"] == "/datasets/views/release" and last["outcome"] == "released"
+    assert last["parameters"]["command"] == "topk" and last["release_id"] is not None

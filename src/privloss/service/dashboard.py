@@ -202,11 +202,14 @@ async def logout(request: Request):
 
 
 def _dataset_page(request: Request, name: str, *, plan=None, release=None, error=None,
-                  form=None, status: int = 200):
+                  form=None, status: int = 200, analyst=None):
+    """The dataset page; ``analyst``: already signed in by the action this page
+    answers (signing in again would reset that action's audit record and take a
+    second token from the analyst's rate)."""
     from privloss.service.routes import (analyst_history, call_ledger, dataset_entry,
                                          granted_dataset)
 
-    analyst = _signed_in(request)
+    analyst = analyst or _signed_in(request)
     if analyst is None:
         return RedirectResponse("/", status_code=303)
     state = request.app.state.service
@@ -369,23 +372,24 @@ async def _act(request: Request, name: str, action: str):
             result = await run_in_threadpool(_preview, state, dataset, analyst, command,
                                              parameters, request.state.audit)
             request.state.outcome = "planned" if result["fits"] else "planned-refused"
-            return await run_in_threadpool(_dataset_page, request, name, plan=result,
-                                           form=form)
+            return await run_in_threadpool(_dataset_page, request, name, analyst=analyst,
+                                           plan=result, form=form)
         result = await run_in_threadpool(_release, state, dataset, analyst, command,
                                          parameters, request.state.audit)
         request.state.audit["release_id"] = result["receipt"]["release_id"]
         request.state.outcome = "stored-answer" if result["receipt"]["cached"] else "released"
-        return await run_in_threadpool(_dataset_page, request, name, release=result, form=form)
+        return await run_in_threadpool(_dataset_page, request, name, analyst=analyst,
+                                       release=result, form=form)
     except ValueError as error:
         request.state.outcome = "bad-parameters"
-        return await run_in_threadpool(_dataset_page, request, name, error=str(error),
-                                       form=form, status=422)
+        return await run_in_threadpool(_dataset_page, request, name, analyst=analyst,
+                                       error=str(error), form=form, status=422)
     except ServiceError as error:
         if error.status in (401, 429, 503):
             raise
         request.state.outcome = error.outcome
-        return await run_in_threadpool(_dataset_page, request, name, error=error.message,
-                                       form=form, status=error.status)
+        return await run_in_threadpool(_dataset_page, request, name, analyst=analyst,
+                                       error=error.message, form=form, status=error.status)
 
 
 @router.post("/datasets/{name}/preview", response_class=HTMLResponse)
