@@ -239,3 +239,25 @@ def test_releases_as_arrow_and_polars():
                                  keys=[("a",), ("b",), ("c",)], seed=1)
     assert grouped.to_arrow().num_rows == 3
     assert "mean(x)_ci95_high" in grouped.to_polars().columns
+
+
+@pytest.mark.parametrize("method, module, extra", [("to_pandas", "pandas", "frames"),
+                                                  ("to_arrow", "pyarrow", "analytics"),
+                                                  ("to_polars", "polars", "frames")])
+def test_a_missing_frame_library_names_the_extra(monkeypatch, method, module, extra):
+    """Issue 22 item 5 for the library: ``to_pandas`` without pandas said only
+    "No module named 'pandas'"; now one line naming ``pip install``."""
+    import sys
+
+    import numpy as np
+
+    from privloss.api.aggregate import AggregateRelease
+    from privloss.releases.release import Release
+
+    release = Release(items=[], counts=np.array([], dtype=np.int64), ci95=[], events=(),
+                      algorithm="x", parameters={})
+    monkeypatch.setitem(sys.modules, module, None)          # as if not installed
+    with pytest.raises(ModuleNotFoundError, match=rf"pip install 'privloss\[{extra}\]'") as raised:
+        getattr(release, method)()
+    assert raised.value.name == module
+    assert hasattr(AggregateRelease, method)

@@ -43,6 +43,7 @@ import json
 import secrets
 from dataclasses import dataclass
 
+from privloss._lazy import optional_import
 from privloss.query.keys import check_keys
 from privloss.query.spec import (check_aggregations, check_budget, check_max_groups,
                                  check_positive_integer)
@@ -215,18 +216,18 @@ class AggregateRelease:
         return out
 
     def to_pandas(self):
-        import pandas as pd
+        pd = optional_import("pandas")
         return pd.DataFrame([{**{f"by{i}": v for i, v in enumerate(row["group"])},
                               **row["values"]} for row in self.rows])
 
     def to_arrow(self):
         """A pyarrow Table (:meth:`columns_of`)."""
-        import pyarrow as pa
+        pa = optional_import("pyarrow")
         return pa.table(self.columns_of())
 
     def to_polars(self):
         """A Polars DataFrame (:meth:`columns_of`)."""
-        import polars as pl
+        pl = optional_import("polars")
         return pl.DataFrame(self.columns_of())
 
 

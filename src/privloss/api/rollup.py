@@ -50,6 +50,8 @@ import json
 import secrets
 from dataclasses import dataclass
 
+from privloss._lazy import optional_import
+
 __all__ = ["rollup", "plan_rollup", "make_rollup", "RollupQuery", "RollupRelease"]
 
 
@@ -215,15 +217,15 @@ class RollupRelease:
         return out
 
     def to_pandas(self):
-        import pandas as pd
+        pd = optional_import("pandas")
         return pd.DataFrame(self.columns_of())
 
     def to_arrow(self):
-        import pyarrow as pa
+        pa = optional_import("pyarrow")
         return pa.table(self.columns_of())
 
     def to_polars(self):
-        import polars as pl
+        pl = optional_import("polars")
         return pl.DataFrame(self.columns_of())
 
 

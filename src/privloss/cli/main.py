@@ -81,23 +81,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-#: a missing third-party module -> the extra that installs it
-EXTRAS = {"duckdb": "analytics", "pyarrow": "analytics", "sqlglot": "analytics",
-          "mpmath": "analytics", "rich": "analytics", "fastapi": "service",
-          "uvicorn": "service", "argon2": "service", "jinja2": "service", "httpx": "service",
-          "multipart": "service", "pyspark": "spark", "psycopg": "postgres",
-          "pandas": "frames", "polars": "frames", "matplotlib": "plot", "randomgen": "samplers"}
-
-
 def missing_extra(error: ImportError) -> str | None:
     """One line naming the extra to install, for a missing third-party module
     (None for anything else: a real bug keeps its traceback)."""
-    name = (getattr(error, "name", None) or "").split(".")[0]
-    extra = EXTRAS.get(name)
-    if extra is None:
-        return None
-    return (f"this needs the '{extra}' extra (the module {name!r} is missing): "
-            f"pip install 'privloss[{extra}]'")
+    from privloss._lazy import missing_extra_message
+
+    return missing_extra_message(error)
 
 
 def main(argv: list[str] | None = None) -> int:

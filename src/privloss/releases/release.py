@@ -84,18 +84,18 @@ class Release(NamedTuple):
 
     def to_pandas(self):
         """A pandas DataFrame, one row per released item (:meth:`columns`)."""
-        import pandas as pd
-        return pd.DataFrame(self.columns())
+        from privloss._lazy import optional_import
+        return optional_import("pandas").DataFrame(self.columns())
 
     def to_arrow(self):
         """A pyarrow Table, one row per released item (:meth:`columns`)."""
-        import pyarrow as pa
-        return pa.table(self.columns())
+        from privloss._lazy import optional_import
+        return optional_import("pyarrow").table(self.columns())
 
     def to_polars(self):
         """A Polars DataFrame, one row per released item (:meth:`columns`)."""
-        import polars as pl
-        return pl.DataFrame(self.columns())
+        from privloss._lazy import optional_import
+        return optional_import("polars").DataFrame(self.columns())
 
     def rows(self) -> list[dict]:
         """``[{"item": ..., "count": ..., "ci95": [low, high]}, ...]`` with plain Python numbers."""
