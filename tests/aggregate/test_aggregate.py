@@ -206,6 +206,24 @@ def test_counts_and_sums_unbiased_with_stated_variance():
         assert abs(values.var() / variance - 1) < 5 * math.sqrt(5 / len(values))
 
 
+@pytest.mark.parametrize("levels", ["0.9", "0.1,0.95", "0.3333"])
+def test_quantile_levels_that_are_not_short_binary_fractions(levels):
+    """0.9 is 8106479329266893 / 2^53 exactly: its scores overflowed int64 and the
+    release failed after the charge ("the computation failed; the release was
+    charged"). At a large epsilon each released quantile is near the exact one."""
+    frame = _frame(3, units=3000, rows=20000)      # over 2^10 rows a group: 2^53 * n > 2^63
+    release = aggregate(frame, **_query(aggregations=[f"quantile:x:0:100:{levels}"],
+                                        epsilon=50.0, max_rows_per_group=10), seed=4)
+    bounded = frame.dropna(subset=["x"]).assign(x=lambda f: f["x"].clip(0, 100))
+    for row in release.rows:
+        values = bounded[bounded["g"] == row["group"][0]]["x"]
+        for name, value in row["values"].items():
+            level = float(name.split(",")[-1].rstrip(")")) if "," in name else None
+            assert 0 <= value <= 100
+            if level is not None:
+                assert abs(value - values.quantile(level)) < 15, (name, value)
+
+
 @pytest.mark.slow
 def test_quantile_selection_matches_exponential_pmf():
     """Chi-square goodness of fit of 3000 selections against the exact pmf

@@ -83,6 +83,10 @@ def _mean_interval(s_noisy: int, n_noisy: int, ws: int, wn: int, grid) -> tuple:
     return (max(low, math.nextafter(a, -math.inf)), min(high, math.nextafter(b, math.inf)))
 
 
+#: below this, |cumulative * denominator - numerator * n| fits an int64 exactly
+_INT64_SAFE = 2 ** 62
+
+
 def _quantile(plan, measurement, bins_counts: dict, n: int, source):
     from privloss.mechanisms.exponential import ExponentialMechanism
 
@@ -92,10 +96,16 @@ def _quantile(plan, measurement, bins_counts: dict, n: int, source):
     for b, c in bins_counts.items():
         counts[min(max(int(b), 0), bins)] += c
     cumulative = np.cumsum(counts)
-    scores = -np.abs(cumulative * level.denominator - level.numerator * n)
-    scale = measurement.linf * level.denominator
+    denominator, numerator = level.denominator, level.numerator
+    if max(int(cumulative[-1]), n) * denominator < _INT64_SAFE:
+        scores = -np.abs(cumulative * denominator - numerator * n)
+    else:
+        # a level that is not a short binary fraction (0.9 is 8106479329266893 / 2^53)
+        # overflows int64: the same exact scores in Python integers
+        scores = [-abs(int(c) * denominator - numerator * n) for c in cumulative.tolist()]
+    scale = measurement.linf * denominator
     mechanism = ExponentialMechanism(plan.strengths[measurement.name], score_range=scale)
-    index = int(mechanism.release(scores.astype(np.int64), source=source))
+    index = int(mechanism.release(scores, source=source))
     grid = plan.grids[measurement.column]
     point = Fraction(grid.lo) + Fraction(index * (grid.hi - grid.lo), bins)
     return float(point * grid.step), mechanism
