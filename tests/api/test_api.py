@@ -239,6 +239,9 @@ def test_releases_as_arrow_and_polars():
                                  keys=[("a",), ("b",), ("c",)], seed=1)
     assert grouped.to_arrow().num_rows == 3
     assert "mean(x)_ci95_high" in grouped.to_polars().columns
+    # the three frames have the same columns (to_pandas had no intervals)
+    assert list(grouped.to_pandas().columns) == grouped.to_arrow().column_names \
+        == grouped.to_polars().columns
 
 
 @pytest.mark.parametrize("method, module, extra", [("to_pandas", "pandas", "frames"),

@@ -216,9 +216,10 @@ class AggregateRelease:
         return out
 
     def to_pandas(self):
+        """A pandas DataFrame (:meth:`columns_of`: the same columns as
+        :meth:`to_arrow` and :meth:`to_polars`, intervals included)."""
         pd = optional_import("pandas")
-        return pd.DataFrame([{**{f"by{i}": v for i, v in enumerate(row["group"])},
-                              **row["values"]} for row in self.rows])
+        return pd.DataFrame(self.columns_of())
 
     def to_arrow(self):
         """A pyarrow Table (:meth:`columns_of`)."""
