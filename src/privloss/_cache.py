@@ -90,23 +90,24 @@ def _canonical(key: dict) -> str | None:
         return None
 
 
-def _entry_path(namespace: str, canonical: str) -> Path | None:
+def _located(namespace: str, key: dict) -> tuple[str, Path] | None:
+    """(the key's canonical JSON, its entry's path), or None when the cache is
+    off or the key cannot be spelled exactly."""
+    canonical = _canonical(key)
     folder = cache_directory()
-    if folder is None:
+    if canonical is None or folder is None:
         return None
     name = hashlib.sha256(canonical.encode()).hexdigest()
-    return folder / namespace / f"{name}.json"
+    return canonical, folder / namespace / f"{name}.json"
 
 
 def read_entry(namespace: str, key: dict):
     """The value stored under ``key``, or None (off, absent, unreadable, not
     ours, or written for another key)."""
-    canonical = _canonical(key)
-    if canonical is None:
+    located = _located(namespace, key)
+    if located is None:
         return None
-    path = _entry_path(namespace, canonical)
-    if path is None:
-        return None
+    canonical, path = located
     from privloss._files import InputFileError, read_regular_file
 
     try:        # a regular file only: a FIFO put in its place cannot hang the read
@@ -125,12 +126,10 @@ def read_entry(namespace: str, key: dict):
 def write_entry(namespace: str, key: dict, value) -> bool:
     """Store ``value`` under ``key`` atomically; False when the cache is off or
     the write failed (never raises for the file system)."""
-    canonical = _canonical(key)
-    if canonical is None:
+    located = _located(namespace, key)
+    if located is None:
         return False
-    path = _entry_path(namespace, canonical)
-    if path is None:
-        return False
+    _, path = located
     try:
         text = json.dumps({"key": key, "value": value}, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError):

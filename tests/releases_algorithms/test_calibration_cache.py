@@ -245,7 +245,7 @@ def test_the_registry_path_of_the_cli_and_the_service_uses_the_cache(cache, monk
 
 def test_a_fifo_in_place_of_an_entry_is_a_miss_and_cannot_hang(cache):
     key = {"a": 1}
-    path = _cache._entry_path("calibration", _cache._canonical(key))
+    _, path = _cache._located("calibration", key)
     path.parent.mkdir(parents=True)
     os.mkfifo(path)
     assert _cache.read_entry("calibration", key) is None      # returns at once
