@@ -103,14 +103,14 @@ def lib_histogram_domain(domain):
     return run
 
 
-def lib_aggregate_keys(domain, as_frame=False):
+def lib_aggregate_keys(domain, as_frame=False, aggregations=("count", "sum:amount:0:10")):
     def run(directory, data):
         import privloss
         if as_frame:
             import pandas as pd
             data = pd.read_parquet(data)
         return run_library(lambda: privloss.aggregate(
-            data, privacy_unit="user", by="item", aggregations=["count", "sum:amount:0:10"],
+            data, privacy_unit="user", by="item", aggregations=list(aggregations),
             keys=list(domain), epsilon=1.0, seed=SEED))
     return run
 
@@ -267,17 +267,21 @@ def cli_aggregate_where_max_ledger(directory, data):
     return _with_ledger_views(seen, ledger)
 
 
-def cli_running_sql(directory, data):
+def cli_running_sql(max_periods: int = 2):
     """privloss running (issue 21) over a trusted query that derives a day from
     the amount's text length (the harness data has no time column; a trusted
-    query that can fail on some rows would be the operator's leak, not ours)."""
+    query that can fail on some rows would be the operator's leak, not ours);
+    ``max_periods`` at or above the 4 weeks: the release without a cutoff."""
     query = ("SELECT user, DATE '2024-01-01' + CAST(length(CAST(amount AS VARCHAR)) % 28 "
              "AS INTEGER) AS day FROM t")
-    return run_cli(["running", query, "--sql", "--table", f"t={data}", "--privacy-unit",
-                    "user", "--time-column", "day", "--period", "week", "--start",
-                    "2024-01-01", "--end", "2024-01-28", "--count", "--max-periods-per-unit",
-                    "2", "--max-rows-per-period", "2", "--epsilon", "1", "--seed", SEED,
-                    "--json"])
+
+    def run(directory, data):
+        return run_cli(["running", query, "--sql", "--table", f"t={data}", "--privacy-unit",
+                        "user", "--time-column", "day", "--period", "week", "--start",
+                        "2024-01-01", "--end", "2024-01-28", "--count",
+                        "--max-periods-per-unit", str(max_periods), "--max-rows-per-period",
+                        "2", "--epsilon", "1", "--seed", SEED, "--json"])
+    return run
 
 
 def _rollup_keys_file(directory: Path) -> Path:
@@ -389,7 +393,11 @@ PATHS = {
     "cli-epsilon-max-ledger": ("csv", True, None, cli_epsilon_max_ledger, ()),
     "cli-histogram-sql": ("csv", True, 1, cli_histogram_sql, ()),
     "cli-sql-where": ("csv", True, 1, cli_sql_where, ()),
-    "cli-running-sql": ("csv", True, None, cli_running_sql, ()),
+    "cli-running-sql": ("csv", True, None, cli_running_sql(), ()),
+    "cli-running-uncut": ("csv", True, None, cli_running_sql(10 ** 9), ()),
+    # levels that are not short binary fractions (exact integer scores past int64)
+    "lib-aggregate-quantile": ("csv", True, None, lib_aggregate_keys(
+        DOMAIN, aggregations=("quantile:amount:0:10:0.1,0.9",)), ()),
     "cli-histogram-where": ("csv", True, 1, cli_histogram_where, ()),
     "cli-aggregate-where-max-ledger": ("csv", True, 1, cli_aggregate_where_max_ledger, ()),
     "cli-sql-public-join": ("csv", True, 1, cli_sql_public_join, ()),

@@ -48,7 +48,7 @@ INTERACTIONS = (Interaction.FULLY_ADAPTIVE.value, Interaction.ADAPTIVE.value,
 #: largest k of a histogram: more released items than this is a mistake
 MAX_K = 1_000_000
 #: largest k of a top-k: its accounting composes k selections (k = 10,000 takes a few
-#: seconds, 10^6 did not finish in a minute); the service's limit too
+#: seconds, 10^6 did not finish in a minute); the service's LIMITS use it
 MAX_TOPK_K = 10_000
 #: documented range of one release's epsilon: below 1e-3 the noise (scale >= 1000 l0)
 #: swamps any count and the Gaussian calibrations take minutes (1e-5: over 2 minutes);

@@ -41,6 +41,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from privloss.api.request import EPSILON_RANGE, MAX_TOPK_K
 from privloss.service.app import LOGGER, ServiceError
 
 __all__ = ["router", "QueryParameters", "PlanParameters", "current_analyst", "call_ledger",
@@ -51,8 +52,8 @@ router = APIRouter(prefix="/v1")
 
 #: the documented range of every numeric parameter (docs/service.md, "Parameters");
 #: checked before anything is charged or read
-LIMITS = {"epsilon": (1e-3, 1e6), "k": (1, 10_000), "l0": (1, 10_000), "linf": (1, 10_000),
-          "d_bar": (1, 100_000), "domain": (1, 10_000)}
+LIMITS = {"epsilon": EPSILON_RANGE, "k": (1, MAX_TOPK_K), "l0": (1, 10_000),
+          "linf": (1, 10_000), "d_bar": (1, 100_000), "domain": (1, 10_000)}
 
 
 def _unicode(text: str) -> str:
